@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * guard_install() and guard_remove(): native guards first, the mprotect
+ * fallback by policy, and rollback so that a failed call leaves nothing
+ * guarded that it guarded.
+ */
+#include "internal.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+int lg_native_policy(unsigned int flags, bool *native)
+{
+	if (flags & ~LG_FLAGS_ALL || (flags & LG_FLAGS_ALL) == LG_FLAGS_ALL)
+		return -EINVAL;
+	*native = false;
+	if (flags & GUARD_FALLBACK)
+		return 0;
+	if (lg_forced_fallback() || !(lg_caps() & GUARD_CAP_NATIVE_MASK))
+		return flags & GUARD_NATIVE ? -EOPNOTSUPP : 0;
+	*native = true;
+	return 0;
+}
+
+/*
+ * madvise() walks the VMAs of the range in order and stops at the first it
+ * can't guard, leaving the ones before it guarded; over a hole it guards
+ * every mapped part and then fails with ENOMEM. One page lies in one VMA,
+ * so it either gets a guard or nothing happens. A longer range is checked
+ * for holes first, and the guards it already has are noted, so that a
+ * failure can remove exactly the guards this call added. Without guard
+ * reporting (upstream 6.13, 6.14) the note is empty and a failed call also
+ * removes guards that were there before it, in the part it processed.
+ */
+static int native_install(uintptr_t start, uintptr_t end)
+{
+	size_t len = end - start;
+	struct lg_runs before;
+	int ret;
+
+	if (len == lg_page_size())
+		return lg_madvise((void *)start, len, MADV_GUARD_INSTALL);
+	ret = lg_range_mapped((void *)start, len);
+	if (ret)
+		return ret;
+	lg_runs_init(&before);
+	ret = lg_native_guards(start, end, &before);
+	if (ret && ret != -EOPNOTSUPP)
+		goto out;
+	ret = lg_madvise((void *)start, len, MADV_GUARD_INSTALL);
+	if (ret) {
+		lg_madvise((void *)start, len, MADV_GUARD_REMOVE);
+		for (size_t i = 0; i < before.n; i++)
+			lg_madvise((void *)before.v[i].start, before.v[i].end - before.v[i].start,
+				   MADV_GUARD_INSTALL);
+	}
+out:
+	lg_runs_free(&before);
+	return ret;
+}
+
+int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags)
+{
+	bool native;
+	int ret = lg_native_policy(flags, &native);
+
+	if (ret)
+		return ret;
+	if (native) {
+		ret = native_install(start, end);
+		/* EINVAL here: this mapping can't have native guards. */
+		if (ret != -EINVAL)
+			return ret;
+		if (flags & GUARD_NATIVE)
+			return -EOPNOTSUPP;
+	}
+	return lg_fallback_install(start, end);
+}
+
+/* Native removal stops at a VMA that can't have guards: go round it. */
+static int native_remove(uintptr_t start, uintptr_t end)
+{
+	int ret = lg_madvise((void *)start, end - start, MADV_GUARD_REMOVE);
+	uintptr_t at = start;
+	int fd;
+
+	if (ret != -EINVAL)
+		return ret;
+	fd = lg_vma_open();
+	if (fd < 0)
+		return fd;
+	ret = 0;
+	while (!ret && at < end) {
+		struct lg_vma vma;
+
+		ret = lg_vma_find(fd, at, &vma);
+		if (ret <= 0 || vma.start >= end)
+			break;
+		if (vma.start > at)
+			at = vma.start;
+		vma.end = vma.end < end ? vma.end : end;
+		ret = lg_madvise((void *)at, vma.end - at, MADV_GUARD_REMOVE);
+		if (ret == -EINVAL)
+			ret = 0;
+		at = vma.end;
+	}
+	close(fd);
+	return ret < 0 ? ret : 0;
+}
+
+int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
+{
+	unsigned int caps = lg_caps();
+	bool native;
+	int ret = lg_native_policy(flags, &native);
+
+	if (ret)
+		return ret;
+	ret = lg_range_mapped((void *)start, end - start);
+	if (ret)
+		return ret;
+	/* Removal takes away guards of both kinds, whatever the policy. */
+	if (!(flags & GUARD_NATIVE) && lg_fallback_any()) {
+		ret = lg_fallback_remove(start, end);
+		if (ret)
+			return ret;
+	}
+	if (!(flags & GUARD_FALLBACK) && (caps & GUARD_CAP_NATIVE_MASK))
+		ret = native_remove(start, end);
+	return ret;
+}
+
+LG_EXPORT int guard_install(void *addr, size_t len, unsigned int flags)
+{
+	LG_KEEP_ERRNO;
+	uintptr_t end;
+	int ret = lg_check_range(addr, len, &end);
+
+	return ret ? ret : lg_install_one((uintptr_t)addr, end, flags);
+}
+
+LG_EXPORT int guard_remove(void *addr, size_t len, unsigned int flags)
+{
+	LG_KEEP_ERRNO;
+	uintptr_t end;
+	int ret = lg_check_range(addr, len, &end);
+
+	return ret ? ret : lg_remove_one((uintptr_t)addr, end, flags);
+}

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * guard_probe(): what the running kernel can do, found once per process by
+ * installing guards in scratch mappings of each kind and reading them back.
+ */
+#include "internal.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+#ifndef RAMFS_MAGIC
+#define RAMFS_MAGIC 0x858458f6
+#endif
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static unsigned int probed_caps;
+static bool forced_fallback;
+
+/* Map two pages of fd (or anonymous memory for fd < 0), guard the first. */
+static void *guarded_scratch(int fd, int prot, int flags)
+{
+	size_t page = lg_page_size();
+	char *map = mmap(NULL, 2 * page, prot, flags, fd, 0);
+
+	if (map == MAP_FAILED)
+		return NULL;
+	if (prot & PROT_WRITE)
+		memset(map, 0x5a, 2 * page);
+	if (lg_madvise(map, page, MADV_GUARD_INSTALL)) {
+		munmap(map, 2 * page);
+		return NULL;
+	}
+	return map;
+}
+
+static bool pagemap_bit58(const void *addr)
+{
+	uint64_t entry = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = pread(fd, &entry, sizeof(entry), (off_t)((uintptr_t)addr / lg_page_size() * 8)) ==
+		     (ssize_t)sizeof(entry) &&
+	     (entry >> LG_PM_GUARD_REGION_BIT & 1);
+	close(fd);
+	return ok;
+}
+
+static bool pagemap_scan_guard(const char *addr)
+{
+	size_t page = lg_page_size();
+	struct lg_page_region r[2];
+	struct lg_pm_scan_arg arg = {
+		.size = sizeof(arg),
+		.start = (uintptr_t)addr,
+		.end = (uintptr_t)addr + 2 * page,
+		.vec = (uintptr_t)r,
+		.vec_len = 2,
+		.category_mask = LG_PAGE_IS_GUARD,
+		.return_mask = LG_PAGE_IS_GUARD,
+	};
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	long n;
+
+	if (fd < 0)
+		return false;
+	n = ioctl(fd, LG_PAGEMAP_SCAN, &arg);
+	close(fd);
+	/* Exactly the guarded first page, and not its neighbour. */
+	return n == 1 && r[0].start == (uintptr_t)addr && r[0].end == (uintptr_t)addr + page &&
+	       (r[0].categories & LG_PAGE_IS_GUARD);
+}
+
+static bool process_madvise_guard(void)
+{
+	size_t page = lg_page_size();
+	char *map = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct iovec iov = { map, page };
+	bool ok = false;
+	int pidfd;
+
+	if (map == MAP_FAILED)
+		return false;
+	pidfd = lg_pidfd_self();
+	if (pidfd >= 0) {
+		ok = lg_process_madvise(pidfd, &iov, 1, MADV_GUARD_INSTALL) == (long)page;
+		close(pidfd);
+	}
+	munmap(map, page);
+	return ok;
+}
+
+/* A temporary file on a page-cache filesystem, already unlinked. */
+static int scratch_file(void)
+{
+	const char *dirs[] = { getenv("LIBGUARD_PROBE_DIR"), getenv("TMPDIR"), "/var/tmp", "/tmp" };
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char path[PATH_MAX];
+		struct statfs sfs;
+		int fd;
+
+		if (!dirs[i] || !*dirs[i] || statfs(dirs[i], &sfs) ||
+		    sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/libguard-probe-XXXXXX", dirs[i]) >=
+		    (int)sizeof(path))
+			continue;
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		unlink(path);
+		if (ftruncate(fd, 2 * (off_t)lg_page_size())) {
+			close(fd);
+			continue;
+		}
+		return fd;
+	}
+	return -1;
+}
+
+/* A read-only descriptor for the same file. */
+static int reopen_rdonly(int fd)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static unsigned int probe_caps(void)
+{
+	size_t page = lg_page_size();
+	unsigned int caps = 0;
+	char *seen = NULL;	/* some guarded page, to read back */
+	char *anon, *shm = NULL, *file = NULL, *ro = NULL;
+	int memfd, fd, rofd;
+
+	anon = guarded_scratch(-1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
+	if (anon) {
+		caps |= GUARD_CAP_ANON;
+		seen = anon;
+	}
+	memfd = memfd_create("libguard-probe", MFD_CLOEXEC);
+	if (memfd >= 0 && !ftruncate(memfd, 2 * (off_t)page)) {
+		shm = guarded_scratch(memfd, PROT_READ | PROT_WRITE, MAP_SHARED);
+		if (shm) {
+			caps |= GUARD_CAP_SHMEM;
+			seen = seen ? seen : shm;
+		}
+	}
+	fd = scratch_file();
+	if (fd >= 0) {
+		file = guarded_scratch(fd, PROT_READ | PROT_WRITE, MAP_SHARED);
+		if (file) {
+			caps |= GUARD_CAP_FILE;
+			seen = seen ? seen : file;
+		}
+		rofd = reopen_rdonly(fd);
+		if (rofd >= 0) {
+			ro = guarded_scratch(rofd, PROT_READ, MAP_SHARED);
+			if (ro) {
+				caps |= GUARD_CAP_READONLY;
+				seen = seen ? seen : ro;
+			}
+			close(rofd);
+		}
+		close(fd);
+	}
+	if (memfd >= 0)
+		close(memfd);
+
+	/* Reporting can only be tested on a guard that exists. */
+	if (seen && pagemap_bit58(seen) && !pagemap_bit58(seen + page))
+		caps |= GUARD_CAP_PAGEMAP;
+	if (seen && pagemap_scan_guard(seen))
+		caps |= GUARD_CAP_PAGEMAP_SCAN;
+	if (process_madvise_guard())
+		caps |= GUARD_CAP_PROCESS_MADVISE;
+
+	for (char **m = (char *[]){ anon, shm, file, ro }, **e = m + 4; m < e; m++)
+		if (*m)
+			munmap(*m, 2 * page);
+	return caps;
+}
+
+static void probe_once_fn(void)
+{
+	const char *force = getenv("LIBGUARD_FORCE_FALLBACK");
+	int saved = errno;
+
+	forced_fallback = force && *force && strcmp(force, "0") != 0;
+	probed_caps = probe_caps();
+	errno = saved;
+}
+
+unsigned int lg_caps(void)
+{
+	pthread_once(&probe_once, probe_once_fn);
+	return probed_caps;
+}
+
+bool lg_forced_fallback(void)
+{
+	pthread_once(&probe_once, probe_once_fn);
+	return forced_fallback;
+}
+
+LG_EXPORT unsigned int guard_probe(void)
+{
+	LG_KEEP_ERRNO;
+
+	return lg_caps();
+}

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * guard_query() and the native guard map behind it: PAGEMAP_SCAN with
+ * PAGE_IS_GUARD where the kernel has it, pagemap bit 58 otherwise, OR-ed
+ * with what the fallback recorded.
+ */
+#include "internal.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void lg_runs_init(struct lg_runs *runs)
+{
+	runs->n = 0;
+	runs->cap = sizeof(runs->inline_v) / sizeof(runs->inline_v[0]);
+	runs->v = runs->inline_v;
+}
+
+void lg_runs_free(struct lg_runs *runs)
+{
+	if (runs->v != runs->inline_v)
+		free(runs->v);
+	lg_runs_init(runs);
+}
+
+int lg_runs_add(struct lg_runs *runs, uintptr_t start, uintptr_t end)
+{
+	if (runs->n && runs->v[runs->n - 1].end == start) {
+		runs->v[runs->n - 1].end = end;
+		return 0;
+	}
+	if (runs->n == runs->cap) {
+		size_t cap = runs->cap * 2;
+		struct lg_run *v = malloc(cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		memcpy(v, runs->v, runs->n * sizeof(*v));
+		if (runs->v != runs->inline_v)
+			free(runs->v);
+		runs->v = v;
+		runs->cap = cap;
+	}
+	runs->v[runs->n++] = (struct lg_run){ start, end };
+	return 0;
+}
+
+static int scan_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs *runs)
+{
+	struct lg_page_region r[32];
+	uintptr_t at = start;
+
+	while (at < end) {
+		struct lg_pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.start = at,
+			.end = end,
+			.vec = (uintptr_t)r,
+			.vec_len = sizeof(r) / sizeof(r[0]),
+			.category_mask = LG_PAGE_IS_GUARD,
+			.return_mask = LG_PAGE_IS_GUARD,
+		};
+		long n = ioctl(fd, LG_PAGEMAP_SCAN, &arg);
+
+		if (n < 0)
+			return -errno;
+		for (long i = 0; i < n; i++) {
+			int ret = lg_runs_add(runs, r[i].start, r[i].end);
+
+			if (ret)
+				return ret;
+		}
+		if (arg.walk_end <= at)
+			return -EIO;
+		at = arg.walk_end;
+	}
+	return 0;
+}
+
+static int pagemap_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs *runs)
+{
+	size_t page = lg_page_size();
+	uint64_t e[512];
+
+	for (uintptr_t at = start; at < end;) {
+		size_t want = (end - at) / page;
+		ssize_t got;
+
+		if (want > sizeof(e) / sizeof(e[0]))
+			want = sizeof(e) / sizeof(e[0]);
+		got = pread(fd, e, want * sizeof(e[0]), (off_t)(at / page * sizeof(e[0])));
+		if (got < 0)
+			return -errno;
+		if (got < (ssize_t)sizeof(e[0]))
+			return -EIO;
+		for (ssize_t i = 0; i < got / (ssize_t)sizeof(e[0]); i++, at += page) {
+			int ret = 0;
+
+			if (e[i] >> LG_PM_GUARD_REGION_BIT & 1)
+				ret = lg_runs_add(runs, at, at + page);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+int lg_native_guards(uintptr_t start, uintptr_t end, struct lg_runs *runs)
+{
+	unsigned int caps = lg_caps();
+	int fd, ret;
+
+	if (!(caps & (GUARD_CAP_PAGEMAP_SCAN | GUARD_CAP_PAGEMAP)))
+		return -EOPNOTSUPP;
+	/* Opened per call: a descriptor kept across fork() reads the parent. */
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (caps & GUARD_CAP_PAGEMAP_SCAN)
+		ret = scan_guards(fd, start, end, runs);
+	else
+		ret = pagemap_guards(fd, start, end, runs);
+	close(fd);
+	return ret;
+}
+
+LG_EXPORT int guard_query(const void *addr, size_t len, unsigned char *vec)
+{
+	LG_KEEP_ERRNO;
+	size_t page = lg_page_size();
+	uintptr_t start = (uintptr_t)addr, end;
+	int ret = lg_check_range(addr, len, &end);
+
+	if (ret)
+		return ret;
+	if (!vec)
+		return -EFAULT;
+	ret = lg_range_mapped(addr, end - start);
+	if (ret)
+		return ret;
+	memset(vec, 0, (end - start) / page);
+	if (lg_caps() & GUARD_CAP_NATIVE_MASK) {
+		struct lg_runs runs;
+
+		lg_runs_init(&runs);
+		ret = lg_native_guards(start, end, &runs);
+		for (size_t i = 0; !ret && i < runs.n; i++)
+			for (uintptr_t p = runs.v[i].start; p < runs.v[i].end; p += page)
+				if (p >= start && p < end)
+					vec[(p - start) / page] |= GUARD_QUERY_NATIVE;
+		lg_runs_free(&runs);
+		if (ret)
+			return ret;
+	}
+	return lg_fallback_any() ? lg_fallback_query(start, end, vec) : 0;
+}

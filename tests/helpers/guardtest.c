@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "guardtest.h"
+#include "expect.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <guard.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TMPFS_MAGIC_ 0x01021994
+#define RAMFS_MAGIC_ 0x858458f6
+
+size_t pg;
+
+void guardtest_init(void)
+{
+	const char *scratch = getenv("LIBGUARD_SCRATCH");
+
+	pg = (size_t)sysconf(_SC_PAGESIZE);
+	if (scratch && *scratch)
+		setenv("LIBGUARD_PROBE_DIR", scratch, 0);
+	setvbuf(stdout, NULL, _IONBF, 0);
+}
+
+const char *kind_name(enum tkind kind)
+{
+	static const char *const names[] = { "anon", "shmem", "file", "readonly" };
+
+	return names[kind];
+}
+
+static bool page_cache_dir(const char *dir)
+{
+	struct statfs s;
+
+	return dir && *dir && !statfs(dir, &s) && s.f_type != TMPFS_MAGIC_ &&
+	       s.f_type != RAMFS_MAGIC_;
+}
+
+const char *scratch_dir(const char **why)
+{
+	const char *dirs[] = { getenv("LIBGUARD_PROBE_DIR"), getenv("TMPDIR"), "/var/tmp", "/tmp" };
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (page_cache_dir(dirs[i]))
+			return dirs[i];
+	*why = "no page-cache filesystem for a scratch file (set LIBGUARD_SCRATCH)";
+	return NULL;
+}
+
+const char *tmap_new(enum tkind kind, size_t pages, struct tmap *m)
+{
+	size_t len = pages * pg;
+	const char *why = NULL, *dir;
+	char path[PATH_MAX];
+	int prot = PROT_READ | PROT_WRITE;
+
+	m->kind = kind;
+	m->len = len;
+	m->fd = -1;
+	if (kind == T_ANON) {
+		m->addr = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m->addr == MAP_FAILED)
+			abort();
+		memset(m->addr, 0x5a, len);
+		return NULL;
+	}
+	if (kind == T_SHMEM) {
+		m->fd = memfd_create("guardtest", MFD_CLOEXEC);
+	} else {
+		dir = scratch_dir(&why);
+		if (!dir)
+			return why;
+		snprintf(path, sizeof(path), "%s/guardtest-XXXXXX", dir);
+		m->fd = mkostemp(path, O_CLOEXEC);
+		if (m->fd >= 0)
+			unlink(path);
+	}
+	if (m->fd < 0 || ftruncate(m->fd, (off_t)len))
+		abort();
+	/* File data to tell apart from zeros after a guard comes and goes. */
+	{
+		char *buf = malloc(len);
+
+		memset(buf, 0x5a, len);
+		if (pwrite(m->fd, buf, len, 0) != (ssize_t)len)
+			abort();
+		free(buf);
+	}
+	if (kind == T_READONLY) {
+		char fdpath[64];
+		int ro;
+
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", m->fd);
+		ro = open(fdpath, O_RDONLY | O_CLOEXEC);
+		if (ro < 0)
+			abort();
+		close(m->fd);
+		m->fd = ro;
+		prot = PROT_READ;
+	}
+	m->addr = mmap(NULL, len, prot, MAP_SHARED, m->fd, 0);
+	if (m->addr == MAP_FAILED)
+		abort();
+	return NULL;
+}
+
+void tmap_free(struct tmap *m)
+{
+	munmap(m->addr, m->len);
+	if (m->fd >= 0)
+		close(m->fd);
+}
+
+unsigned int want_caps(const char **why)
+{
+	static const struct {
+		unsigned int expect, cap;
+	} map[] = {
+		{ EXPECT_ANON, GUARD_CAP_ANON },
+		{ EXPECT_SHMEM, GUARD_CAP_SHMEM },
+		{ EXPECT_FILE, GUARD_CAP_FILE },
+		{ EXPECT_READONLY, GUARD_CAP_READONLY },
+		{ EXPECT_PAGEMAP, GUARD_CAP_PAGEMAP },
+		{ EXPECT_PAGEMAP_SCAN, GUARD_CAP_PAGEMAP_SCAN },
+		{ EXPECT_PROCESS_MADVISE, GUARD_CAP_PROCESS_MADVISE },
+	};
+	const char *dummy;
+	unsigned int e = expect_caps(why ? why : &dummy), caps = 0;
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (e & map[i].expect)
+			caps |= map[i].cap;
+	return caps;
+}
+
+bool forced_fallback(void)
+{
+	const char *f = getenv("LIBGUARD_FORCE_FALLBACK");
+
+	return f && *f && strcmp(f, "0");
+}
+
+unsigned int kind_cap(enum tkind kind)
+{
+	static const unsigned int caps[] = { GUARD_CAP_ANON, GUARD_CAP_SHMEM, GUARD_CAP_FILE,
+					     GUARD_CAP_READONLY };
+
+	return caps[kind];
+}
+
+bool want_native(enum tkind kind)
+{
+	return !forced_fallback() && (want_caps(NULL) & kind_cap(kind));
+}
+
+static int sig_fd;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	void *addr = si->si_addr;
+
+	(void)uc;
+	if (write(sig_fd, &addr, sizeof(addr)) != sizeof(addr))
+		_exit(99);
+	_exit(100 + sig);
+}
+
+int access_in_child(volatile char *p, bool write_it, void **fault)
+{
+	int fds[2], status;
+	pid_t pid;
+
+	*fault = NULL;
+	if (pipe(fds))
+		abort();
+	pid = fork();
+	if (pid < 0)
+		abort();
+	if (pid == 0) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_fault;
+		sa.sa_flags = SA_SIGINFO;
+		sigaction(SIGSEGV, &sa, NULL);
+		sigaction(SIGBUS, &sa, NULL);
+		close(fds[0]);
+		sig_fd = fds[1];
+		if (write_it)
+			*p = 1;
+		else
+			(void)*p;
+		_exit(0);
+	}
+	close(fds[1]);
+	if (read(fds[0], fault, sizeof(*fault)) != sizeof(*fault))
+		*fault = NULL;
+	close(fds[0]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	if (WEXITSTATUS(status) == 0)
+		return 0;
+	if (WEXITSTATUS(status) == 100 + SIGSEGV)
+		return SIGSEGV;
+	if (WEXITSTATUS(status) == 100 + SIGBUS)
+		return SIGBUS;
+	return -1;
+}
+
+const char *query_str(void *addr, size_t len)
+{
+	static char buf[4096];
+	unsigned char vec[4096];
+	size_t n = len / pg;
+	int ret;
+
+	if (n >= sizeof(buf))
+		abort();
+	ret = guard_query(addr, len, vec);
+	if (ret) {
+		snprintf(buf, sizeof(buf), "error %d", ret);
+		return buf;
+	}
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (char)('0' + vec[i]);
+	buf[n] = '\0';
+	return buf;
+}
+
+const char *query_method(void *addr, size_t len)
+{
+	const char *s = query_str(addr, len);
+	bool nat = strchr(s, '1') || strchr(s, '3'), fb = strchr(s, '2') || strchr(s, '3');
+
+	if (!strncmp(s, "error", 5))
+		return s;
+	return nat && fb ? "mixed" : nat ? "native" : fb ? "fallback" : "none";
+}
+
+int page_prot(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512], perms[5];
+	int prot = -1;
+
+	if (!f)
+		abort();
+	while (fgets(line, sizeof(line), f)) {
+		uintptr_t s, e;
+
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s", &s, &e, perms) == 3 &&
+		    (uintptr_t)addr >= s && (uintptr_t)addr < e) {
+			prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+			       (perms[2] == 'x' ? PROT_EXEC : 0);
+			break;
+		}
+	}
+	fclose(f);
+	return prot;
+}
+
+struct slot_job {
+	char *slot;
+	int rounds;
+	unsigned int flags;
+	unsigned char want;
+};
+
+static volatile int stop_touching;
+static char *arena;
+static int nslots;
+
+static void *installer(void *arg)
+{
+	const struct slot_job *job = arg;
+	char *slot = job->slot;
+	long bad = 0;
+
+	for (int i = 0; i < job->rounds; i++) {
+		unsigned char vec[3];
+
+		bad += guard_install(slot + pg, pg, job->flags) != 0;
+		bad += guard_query(slot, 3 * pg, vec) != 0 || vec[0] || vec[1] != job->want ||
+		       vec[2];
+		bad += guard_remove(slot + pg, pg, job->flags) != 0;
+		bad += guard_query(slot, 3 * pg, vec) != 0 || vec[0] || vec[1] || vec[2];
+	}
+	return (void *)bad;
+}
+
+static void *toucher(void *arg)
+{
+	(void)arg;
+	while (!stop_touching)
+		for (int s = 0; s < nslots; s++) {
+			arena[s * 3 * pg + pg - 1] ^= 1;
+			arena[(s * 3 + 2) * pg] ^= 1;
+		}
+	return NULL;
+}
+
+long guard_threads(int slots, int rounds, unsigned int flags, unsigned char want)
+{
+	pthread_t *ins = calloc(slots, sizeof(*ins)), touch[2];
+	struct slot_job *jobs = calloc(slots, sizeof(*jobs));
+	struct tmap m;
+	long bad = 0;
+
+	tmap_new(T_ANON, 3 * slots, &m);
+	arena = m.addr;
+	nslots = slots;
+	stop_touching = 0;
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&touch[i], NULL, toucher, NULL))
+			abort();
+	for (int i = 0; i < slots; i++) {
+		jobs[i] = (struct slot_job){ m.addr + 3 * i * pg, rounds, flags, want };
+		if (pthread_create(&ins[i], NULL, installer, &jobs[i]))
+			abort();
+	}
+	for (int i = 0; i < slots; i++) {
+		void *ret;
+
+		pthread_join(ins[i], &ret);
+		bad += (long)ret;
+	}
+	stop_touching = 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(touch[i], NULL);
+	/* nothing left guarded, every page as it was */
+	for (int i = 0; i < 3 * slots; i++)
+		bad += page_prot(m.addr + i * pg) != (PROT_READ | PROT_WRITE);
+	bad += strspn(query_str(m.addr, 3 * slots * pg), "0") != (size_t)(3 * slots);
+	tmap_free(&m);
+	free(ins);
+	free(jobs);
+	return bad;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Shared by the libguard test programs: mappings of each backing, access
+ * from a forked child with the faulting address, and what this
+ * environment expects of the library (from expect.h, not from the probe).
+ */
+#ifndef LIBGUARD_TESTS_GUARDTEST_H
+#define LIBGUARD_TESTS_GUARDTEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum tkind { T_ANON, T_SHMEM, T_FILE, T_READONLY, T_NKINDS };
+
+struct tmap {
+	char *addr;
+	size_t len;
+	enum tkind kind;
+	int fd;
+};
+
+extern size_t pg;
+
+/* Call first in main(): page size, LIBGUARD_PROBE_DIR from LIBGUARD_SCRATCH. */
+void guardtest_init(void);
+const char *kind_name(enum tkind kind);
+/* A scratch directory on a page-cache filesystem, or NULL (why in *why). */
+const char *scratch_dir(const char **why);
+/* Map pages of the kind, filled with 0x5a where writable; NULL = skip. */
+const char *tmap_new(enum tkind kind, size_t pages, struct tmap *m);
+void tmap_free(struct tmap *m);
+
+/* GUARD_CAP_* bits the environment says the kernel has. */
+unsigned int want_caps(const char **why);
+bool forced_fallback(void);
+/* Does guard_install(flags 0) on this kind use native guards here? */
+bool want_native(enum tkind kind);
+unsigned int kind_cap(enum tkind kind);
+
+/*
+ * Read (or write) *p in a forked child. Returns the signal the access
+ * raised (SIGSEGV, SIGBUS) with its si_addr in *fault, or 0 if the access
+ * succeeded.
+ */
+int access_in_child(volatile char *p, bool write, void **fault);
+
+/* "native", "fallback", "mixed", "none": what guard_query says of a range. */
+const char *query_method(void *addr, size_t len);
+/* guard_query() into a string of '0'..'3', one per page (static buffer). */
+const char *query_str(void *addr, size_t len);
+/* The protection of the page at addr, from /proc/self/maps; -1 if unmapped. */
+int page_prot(const void *addr);
+
+/*
+ * Threads on one anonymous mapping of slots of three pages: one installer
+ * per slot guards and unguards the middle page rounds times with flags,
+ * checking each time with guard_query() that exactly that page reads
+ * want (a GUARD_QUERY_* mask), then nothing; two more threads write the
+ * bytes just before and just after every guard all the while (a fault
+ * there kills the test). Returns the number of wrong answers.
+ */
+long guard_threads(int slots, int rounds, unsigned int flags, unsigned char want);
+
+#endif

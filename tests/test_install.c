@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * guard_install() and guard_remove(): a real overflow into a guard faults
+ * at the guard, by either method, on every backing; the error contract;
+ * rollback of a call that fails midway; errno; threads.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <guard.h>
+
+#include "helpers/guardtest.h"
+
+/*
+ * Guard page 2 of 5, overflow into it from a child: SIGSEGV with si_addr
+ * at the guard's first byte; the byte before it and the page after it stay
+ * usable; the method is the one this environment should use; after
+ * removal the page works again and its data is what native guards leave
+ * (private anonymous: zeros, shared: kept).
+ */
+static void overflow_case(enum tkind kind, unsigned int flags)
+{
+	bool native = !(flags & GUARD_FALLBACK) && want_native(kind);
+	bool wr = kind != T_READONLY;
+	struct tmap m;
+	const char *skip_why = tmap_new(kind, 5, &m);
+	char *guard;
+	void *fault;
+
+	if (skip_why) {
+		printf("# %s: %s\n", kind_name(kind), skip_why);
+		skip();
+	}
+	guard = m.addr + 2 * pg;
+	assert_int_equal(guard_install(guard, pg, flags), 0);
+	printf("# %s, flags %#x: method %s (expected %s)\n", kind_name(kind), flags,
+	       query_method(guard, pg), native ? "native" : "fallback");
+	assert_string_equal(query_method(guard, pg), native ? "native" : "fallback");
+	assert_string_equal(query_str(m.addr, 5 * pg), native ? "00100" : "00200");
+
+	assert_int_equal(access_in_child(guard, wr, &fault), SIGSEGV);
+	assert_ptr_equal(fault, guard);
+	assert_int_equal(access_in_child(guard + pg - 1, wr, &fault), SIGSEGV);
+	assert_ptr_equal(fault, guard + pg - 1);
+	assert_int_equal(access_in_child(guard - 1, wr, &fault), 0);
+	assert_int_equal(access_in_child(guard + pg, wr, &fault), 0);
+
+	assert_int_equal(guard_remove(guard, pg, flags), 0);
+	assert_string_equal(query_str(m.addr, 5 * pg), "00000");
+	assert_int_equal(guard[0], kind == T_ANON ? 0 : 0x5a);
+	/* the child's write before the guard shows only in shared memory */
+	assert_int_equal(guard[-1], kind == T_SHMEM || kind == T_FILE ? 1 : 0x5a);
+	assert_int_equal(access_in_child(guard, wr, &fault), 0);
+	assert_int_equal(page_prot(guard), wr ? PROT_READ | PROT_WRITE : PROT_READ);
+	tmap_free(&m);
+}
+
+static void overflow_anon(void **s) { (void)s; overflow_case(T_ANON, 0); }
+static void overflow_shmem(void **s) { (void)s; overflow_case(T_SHMEM, 0); }
+static void overflow_file(void **s) { (void)s; overflow_case(T_FILE, 0); }
+static void overflow_readonly(void **s) { (void)s; overflow_case(T_READONLY, 0); }
+static void overflow_anon_fb(void **s) { (void)s; overflow_case(T_ANON, GUARD_FALLBACK); }
+static void overflow_shmem_fb(void **s) { (void)s; overflow_case(T_SHMEM, GUARD_FALLBACK); }
+static void overflow_file_fb(void **s) { (void)s; overflow_case(T_FILE, GUARD_FALLBACK); }
+static void overflow_readonly_fb(void **s) { (void)s; overflow_case(T_READONLY, GUARD_FALLBACK); }
+
+/* GUARD_NATIVE: native or -EOPNOTSUPP, never the fallback. */
+static void native_flag(void **state)
+{
+	(void)state;
+	for (enum tkind k = T_ANON; k < T_NKINDS; k++) {
+		struct tmap m;
+		int ret;
+
+		if (tmap_new(k, 3, &m))
+			continue;
+		ret = guard_install(m.addr + pg, pg, GUARD_NATIVE);
+		printf("# GUARD_NATIVE on %s: %d (expected %s)\n", kind_name(k), ret,
+		       want_native(k) ? "0" : "-EOPNOTSUPP");
+		if (want_native(k)) {
+			assert_int_equal(ret, 0);
+			assert_string_equal(query_str(m.addr, 3 * pg), "010");
+			assert_int_equal(guard_remove(m.addr + pg, pg, GUARD_NATIVE), 0);
+		} else {
+			assert_int_equal(ret, -EOPNOTSUPP);
+			assert_string_equal(query_str(m.addr, 3 * pg), "000");
+			assert_int_equal(guard_remove(m.addr + pg, pg, GUARD_NATIVE),
+					 (want_caps(NULL) & GUARD_CAP_NATIVE_MASK) && !forced_fallback()
+						 ? 0 : -EOPNOTSUPP);
+		}
+		assert_string_equal(query_str(m.addr, 3 * pg), "000");
+		tmap_free(&m);
+	}
+}
+
+static void bad_arguments(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	tmap_new(T_ANON, 2, &m);
+	assert_int_equal(guard_install(NULL, pg, 0), -EINVAL);
+	assert_int_equal(guard_install(m.addr + 1, pg, 0), -EINVAL);
+	assert_int_equal(guard_install(m.addr, 0, 0), -EINVAL);
+	assert_int_equal(guard_install(m.addr, SIZE_MAX, 0), -EINVAL);
+	assert_int_equal(guard_install(m.addr, SIZE_MAX - pg + 2, 0), -EINVAL);
+	assert_int_equal(guard_install((void *)(UINTPTR_MAX & ~(pg - 1)), 2 * pg, 0), -EINVAL);
+	assert_int_equal(guard_install(m.addr, pg, 0x80), -EINVAL);
+	assert_int_equal(guard_install(m.addr, pg, GUARD_NATIVE | GUARD_FALLBACK), -EINVAL);
+	assert_int_equal(guard_remove(NULL, pg, 0), -EINVAL);
+	assert_int_equal(guard_remove(m.addr + 1, pg, 0), -EINVAL);
+	assert_int_equal(guard_remove(m.addr, 0, 0), -EINVAL);
+	assert_int_equal(guard_remove(m.addr, SIZE_MAX, 0), -EINVAL);
+	assert_int_equal(guard_remove(m.addr, pg, 0x80), -EINVAL);
+	assert_int_equal(guard_remove(m.addr, pg, GUARD_NATIVE | GUARD_FALLBACK), -EINVAL);
+	/* nothing happened */
+	assert_string_equal(query_str(m.addr, 2 * pg), "00");
+	tmap_free(&m);
+}
+
+/* A length that is not a page multiple is rounded up, as by madvise(2). */
+static void length_rounded_up(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	tmap_new(T_ANON, 4, &m);
+	assert_int_equal(guard_install(m.addr + pg, pg + 1, 0), 0);
+	assert_string_equal(query_str(m.addr, 4 * pg), want_native(T_ANON) ? "0110" : "0220");
+	assert_int_equal(guard_remove(m.addr + pg, 1, 0), 0);
+	assert_string_equal(query_str(m.addr, 4 * pg), want_native(T_ANON) ? "0010" : "0020");
+	assert_int_equal(guard_remove(m.addr, 4 * pg, 0), 0);
+	tmap_free(&m);
+}
+
+/* A hole in the range: -ENOMEM, and no page of it is left guarded. */
+static void partly_unmapped(void **state)
+{
+	unsigned int modes[] = { 0, GUARD_FALLBACK };
+	struct tmap m;
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		tmap_new(T_ANON, 6, &m);
+		assert_int_equal(munmap(m.addr + 3 * pg, pg), 0);
+		assert_int_equal(guard_install(m.addr, 6 * pg, modes[i]), -ENOMEM);
+		assert_string_equal(query_str(m.addr, 3 * pg), "000");
+		assert_string_equal(query_str(m.addr + 4 * pg, 2 * pg), "00");
+		assert_int_equal(guard_query(m.addr, 6 * pg, (unsigned char[6]){ 0 }), -ENOMEM);
+		/* single unmapped page */
+		assert_int_equal(guard_install(m.addr + 3 * pg, pg, modes[i]), -ENOMEM);
+		/* removal over the hole: -ENOMEM, and nothing removed */
+		assert_int_equal(guard_install(m.addr + pg, pg, modes[i]), 0);
+		assert_int_equal(guard_remove(m.addr, 6 * pg, modes[i]), -ENOMEM);
+		assert_string_equal(query_str(m.addr, 3 * pg), modes[i] || !want_native(T_ANON)
+								       ? "020" : "010");
+		assert_int_equal(guard_remove(m.addr, 3 * pg, modes[i]), 0);
+		munmap(m.addr, 6 * pg);
+	}
+}
+
+/* Removing what was never guarded is a no-op, as with the kernel. */
+static void remove_unguarded(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	tmap_new(T_ANON, 3, &m);
+	assert_int_equal(guard_remove(m.addr, 3 * pg, 0), 0);
+	assert_int_equal(guard_remove(m.addr, 3 * pg, GUARD_FALLBACK), 0);
+	assert_int_equal(m.addr[pg], 0x5a);
+	assert_int_equal(page_prot(m.addr + pg), PROT_READ | PROT_WRITE);
+	tmap_free(&m);
+}
+
+/* The address of the [vvar] mapping: VM_PFNMAP | VM_IO, in every process. */
+static char *special_mapping(size_t *len)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	uintptr_t s = 0, e = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vvar]") && sscanf(line, "%lx-%lx", &s, &e) == 2)
+			break;
+	fclose(f);
+	*len = e - s;
+	return (char *)s;
+}
+
+/* VM_PFNMAP/VM_IO: native and fallback both refuse, nothing changes. */
+static void pfnmap_mapping(void **state)
+{
+	size_t len;
+	char *vvar = special_mapping(&len);
+
+	(void)state;
+	if (!vvar) {
+		printf("# no [vvar] mapping in this process\n");
+		skip();
+	}
+	assert_int_equal(guard_install(vvar, pg, 0), -EINVAL);
+	assert_int_equal(guard_install(vvar, pg, GUARD_FALLBACK), -EINVAL);
+	assert_int_equal(guard_install(vvar, pg, GUARD_NATIVE), -EOPNOTSUPP);
+	assert_int_equal(page_prot(vvar), PROT_READ);
+	assert_int_equal(guard_remove(vvar, pg, 0), 0);
+	assert_int_equal(page_prot(vvar), PROT_READ);
+}
+
+/* mlocked memory: the kernel refuses native guards, the fallback takes it. */
+static void mlocked_falls_back(void **state)
+{
+	struct tmap m;
+	void *fault;
+
+	(void)state;
+	tmap_new(T_ANON, 3, &m);
+	if (mlock(m.addr, 3 * pg)) {
+		printf("# mlock: %s\n", strerror(errno));
+		tmap_free(&m);
+		skip();
+	}
+	assert_int_equal(guard_install(m.addr + pg, pg, GUARD_NATIVE), -EOPNOTSUPP);
+	assert_int_equal(guard_install(m.addr + pg, pg, 0), 0);
+	printf("# mlocked: method %s\n", query_method(m.addr + pg, pg));
+	assert_string_equal(query_str(m.addr, 3 * pg), "020");
+	assert_int_equal(access_in_child(m.addr + pg, true, &fault), SIGSEGV);
+	assert_ptr_equal(fault, m.addr + pg);
+	assert_int_equal(guard_remove(m.addr + pg, pg, 0), 0);
+	/* the kernel will not discard locked pages: the data is kept */
+	assert_int_equal(m.addr[pg], 0x5a);
+	assert_string_equal(query_str(m.addr, 3 * pg), "000");
+	munlock(m.addr, 3 * pg);
+	tmap_free(&m);
+}
+
+/*
+ * A range over two VMAs, plain then mlocked: native guards the first and
+ * stops at the second. With GUARD_NATIVE the call must fail and take the
+ * first VMA's new guards away again, but keep a guard that was there
+ * before the call; without it, the whole range ends up under the fallback.
+ */
+static void rollback_midway(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	if (!want_native(T_ANON)) {
+		printf("# native anonymous guards not expected here: no native midway failure\n");
+		skip();
+	}
+	tmap_new(T_ANON, 6, &m);
+	if (mlock(m.addr + 3 * pg, 3 * pg)) {
+		tmap_free(&m);
+		skip();
+	}
+	assert_int_equal(guard_install(m.addr + pg, pg, GUARD_NATIVE), 0);
+	assert_int_equal(guard_install(m.addr, 6 * pg, GUARD_NATIVE), -EOPNOTSUPP);
+	if (want_caps(NULL) & (GUARD_CAP_PAGEMAP | GUARD_CAP_PAGEMAP_SCAN))
+		assert_string_equal(query_str(m.addr, 6 * pg), "010000");
+	assert_int_equal(guard_remove(m.addr, 6 * pg, 0), 0);
+	assert_int_equal(guard_install(m.addr, 6 * pg, 0), 0);
+	printf("# plain+mlocked range: %s\n", query_str(m.addr, 6 * pg));
+	assert_string_equal(query_str(m.addr, 6 * pg), "222222");
+	assert_int_equal(guard_remove(m.addr, 6 * pg, 0), 0);
+	assert_string_equal(query_str(m.addr, 6 * pg), "000000");
+	assert_int_equal(page_prot(m.addr), PROT_READ | PROT_WRITE);
+	assert_int_equal(page_prot(m.addr + 4 * pg), PROT_READ | PROT_WRITE);
+	munlock(m.addr + 3 * pg, 3 * pg);
+	tmap_free(&m);
+}
+
+/* errno is the caller's, after success and after failure. */
+static void errno_preserved(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	tmap_new(T_ANON, 2, &m);
+	errno = 4242;
+	assert_int_equal(guard_install(m.addr, pg, 0), 0);
+	assert_int_equal(errno, 4242);
+	assert_int_equal(guard_remove(m.addr, pg, 0), 0);
+	assert_int_equal(errno, 4242);
+	assert_int_equal(guard_install(m.addr, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(guard_remove(m.addr, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(errno, 4242);
+	assert_int_equal(guard_install(NULL, pg, 0), -EINVAL);
+	assert_int_equal(errno, 4242);
+	munmap(m.addr + pg, pg);
+	assert_int_equal(guard_install(m.addr, 2 * pg, 0), -ENOMEM);
+	assert_int_equal(errno, 4242);
+	munmap(m.addr, pg);
+}
+
+/* Threads installing and removing while others use the neighbours. */
+static void threads_disjoint(void **state)
+{
+	(void)state;
+	assert_int_equal(guard_threads(4, 200, 0, want_native(T_ANON) ? GUARD_QUERY_NATIVE
+								    : GUARD_QUERY_FALLBACK), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(overflow_anon),
+		cmocka_unit_test(overflow_shmem),
+		cmocka_unit_test(overflow_file),
+		cmocka_unit_test(overflow_readonly),
+		cmocka_unit_test(overflow_anon_fb),
+		cmocka_unit_test(overflow_shmem_fb),
+		cmocka_unit_test(overflow_file_fb),
+		cmocka_unit_test(overflow_readonly_fb),
+		cmocka_unit_test(native_flag),
+		cmocka_unit_test(bad_arguments),
+		cmocka_unit_test(length_rounded_up),
+		cmocka_unit_test(partly_unmapped),
+		cmocka_unit_test(remove_unguarded),
+		cmocka_unit_test(pfnmap_mapping),
+		cmocka_unit_test(mlocked_falls_back),
+		cmocka_unit_test(rollback_midway),
+		cmocka_unit_test(errno_preserved),
+		cmocka_unit_test(threads_disjoint),
+	};
+
+	guardtest_init();
+	printf("# guard_probe() = %#x, LIBGUARD_FORCE_FALLBACK %s\n", guard_probe(),
+	       forced_fallback() ? "set: every guard must be the fallback" : "unset");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

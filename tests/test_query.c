@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * guard_query(): reports native guards as the kernel's own pagemap does,
+ * fallback guards from the record, many runs, and its errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <guard.h>
+
+#include "helpers/guardtest.h"
+
+static void errors(void **state)
+{
+	unsigned char vec[4];
+	struct tmap m;
+
+	(void)state;
+	tmap_new(T_ANON, 4, &m);
+	assert_int_equal(guard_query(NULL, pg, vec), -EINVAL);
+	assert_int_equal(guard_query(m.addr + 1, pg, vec), -EINVAL);
+	assert_int_equal(guard_query(m.addr, 0, vec), -EINVAL);
+	assert_int_equal(guard_query(m.addr, SIZE_MAX, vec), -EINVAL);
+	assert_int_equal(guard_query(m.addr, pg, NULL), -EFAULT);
+	munmap(m.addr + 3 * pg, pg);
+	memset(vec, 9, sizeof(vec));
+	errno = 31337;
+	assert_int_equal(guard_query(m.addr, 4 * pg, vec), -ENOMEM);
+	assert_int_equal(errno, 31337);
+	assert_int_equal(guard_query(m.addr, 3 * pg, vec), 0);
+	assert_int_equal(errno, 31337);
+	assert_memory_equal(vec, "\0\0\0", 3);
+	munmap(m.addr, 3 * pg);
+}
+
+/* Bit 58 of /proc/self/pagemap, read by the test itself. */
+static int pagemap_guard(const void *p)
+{
+	uint64_t e;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &e, 8, (off_t)((uintptr_t)p / pg * 8)), 8);
+	close(fd);
+	return (int)(e >> 58 & 1);
+}
+
+/* 100 alternating guards: more runs than one PAGEMAP_SCAN call returns. */
+static void many_runs(void **state)
+{
+	enum { N = 200 };
+	unsigned char vec[N];
+	bool native = want_native(T_ANON);
+	struct tmap m;
+
+	(void)state;
+	tmap_new(T_ANON, N, &m);
+	for (int i = 0; i < N; i += 2)
+		assert_int_equal(guard_install(m.addr + i * pg, pg, 0), 0);
+	assert_int_equal(guard_query(m.addr, N * pg, vec), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(vec[i], i % 2 ? 0 : native ? GUARD_QUERY_NATIVE : GUARD_QUERY_FALLBACK);
+		if (native && (want_caps(NULL) & GUARD_CAP_PAGEMAP))
+			assert_int_equal(pagemap_guard(m.addr + i * pg), !(i % 2));
+	}
+	/* a window that starts and ends inside the pattern */
+	assert_int_equal(guard_query(m.addr + 3 * pg, 5 * pg, vec), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(!!vec[i], i % 2 == 1);
+	printf("# %d guards reported as %s\n", N / 2, native ? "native" : "fallback");
+	tmap_free(&m);
+}
+
+/* Both methods in one range: each page says which. */
+static void both_methods(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	tmap_new(T_ANON, 4, &m);
+	assert_int_equal(guard_install(m.addr + pg, pg, GUARD_FALLBACK), 0);
+	if (want_native(T_ANON)) {
+		assert_int_equal(guard_install(m.addr + 2 * pg, pg, GUARD_NATIVE), 0);
+		assert_string_equal(query_str(m.addr, 4 * pg), "0210");
+		/* a page guarded both ways */
+		assert_int_equal(guard_install(m.addr + pg, pg, GUARD_NATIVE), 0);
+		assert_string_equal(query_str(m.addr, 4 * pg), "0310");
+	} else {
+		assert_string_equal(query_str(m.addr, 4 * pg), "0200");
+	}
+	assert_int_equal(guard_remove(m.addr, 4 * pg, 0), 0);
+	assert_string_equal(query_str(m.addr, 4 * pg), "0000");
+	tmap_free(&m);
+}
+
+/* A fallback guard the caller re-opened with mprotect is not a guard. */
+static void reopened_fallback_not_reported(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	tmap_new(T_ANON, 3, &m);
+	assert_int_equal(guard_install(m.addr, 3 * pg, GUARD_FALLBACK), 0);
+	assert_int_equal(mprotect(m.addr + pg, pg, PROT_READ), 0);
+	assert_string_equal(query_str(m.addr, 3 * pg), "202");
+	assert_int_equal(guard_remove(m.addr, 3 * pg, 0), 0);
+	/* the re-opened page keeps what the caller gave it */
+	assert_int_equal(page_prot(m.addr + pg), PROT_READ);
+	assert_int_equal(page_prot(m.addr), PROT_READ | PROT_WRITE);
+	tmap_free(&m);
+}
+
+/* Native guards set with raw madvise(), not by the library, are seen too. */
+static void sees_foreign_native_guards(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	if (!(want_caps(NULL) & GUARD_CAP_ANON)) {
+		printf("# no native guards expected on this kernel\n");
+		skip();
+	}
+	tmap_new(T_ANON, 3, &m);
+	assert_int_equal(madvise(m.addr + pg, pg, 102 /* MADV_GUARD_INSTALL */), 0);
+	assert_string_equal(query_str(m.addr, 3 * pg), "010");
+	assert_int_equal(guard_remove(m.addr, 3 * pg, 0), 0);
+	assert_string_equal(query_str(m.addr, 3 * pg), "000");
+	tmap_free(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(errors),
+		cmocka_unit_test(many_runs),
+		cmocka_unit_test(both_methods),
+		cmocka_unit_test(reopened_fallback_not_reported),
+		cmocka_unit_test(sees_foreign_native_guards),
+	};
+
+	guardtest_init();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
