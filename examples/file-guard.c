@@ -137,7 +137,11 @@ int main(int argc, char **argv)
 	       ret ? "unknown" : (vec[1] & GUARD_QUERY_NATIVE) ? "native (PTE marker)" :
 	       (vec[1] & GUARD_QUERY_FALLBACK) ? "fallback (mprotect PROT_NONE)" : "NO",
 	       count_vmas(map, map + PAGES * page));
-	if (ret || !vec[1] || vec[0] || vec[2]) {
+	if (ret == -EOPNOTSUPP) {
+		/* documented: this kernel has native guards it can't report;
+		 * the children below check the guard by touching it */
+		printf("file-guard: guard_query: the kernel can't report native guards\n");
+	} else if (ret || !vec[1] || vec[0] || vec[2]) {
 		fprintf(stderr, "file-guard: guard_query disagrees (%d: %d %d %d)\n", ret, vec[0], vec[1], vec[2]);
 		failures++;
 	}

@@ -17,7 +17,10 @@
 #ifndef LIBGUARD_GUARD_H
 #define LIBGUARD_GUARD_H
 
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #ifdef __cplusplus
@@ -132,6 +135,148 @@ int guard_install_batch(const struct iovec *ranges, size_t count, unsigned int f
 			size_t *done);
 int guard_remove_batch(const struct iovec *ranges, size_t count, unsigned int flags,
 		       size_t *done);
+
+/*
+ * Wrappers. Functions returning a pointer give NULL (guard_stack) or
+ * MAP_FAILED (guard_map_file) with errno set on failure and leave errno
+ * alone on success; the others follow the conventions above.
+ */
+
+/*
+ * guard_map_file - map a file with guard regions around it
+ *
+ * Maps len bytes (rounded up to a page multiple) of fd from offset, like
+ * mmap(NULL, len, prot, flags, fd, offset), with guard_before bytes of
+ * guard directly below the mapping and guard_after bytes directly above
+ * it (page multiples, either may be 0). flags is MAP_SHARED or MAP_PRIVATE,
+ * optionally with MAP_POPULATE or MAP_NORESERVE. offset must be
+ * page-aligned and inside the file; the mapping may extend past the end of
+ * the file (an access there raises SIGBUS, a guard raises SIGSEGV).
+ *
+ * VMAs: with native guards the trailing guard is part of the file mapping
+ * and so is the leading one when offset >= guard_before: one VMA; else the
+ * leading guard is an anonymous reservation: two. With the fallback each
+ * guard is a PROT_NONE VMA of its own.
+ *
+ * Returns the address of the first file byte, or MAP_FAILED with errno:
+ * EBADF (fd), EINVAL (flags, prot, alignment, zero or overflowing
+ * sizes), EOVERFLOW (offset + len + guard_after beyond off_t), ENODEV (not
+ * a regular file or memfd), ENXIO (offset at or past the end of the file),
+ * or an error of mmap(2) or guard_install(). Nothing is left mapped on
+ * failure. Undo with guard_unmap().
+ */
+void *guard_map_file(int fd, off_t offset, size_t len, int prot, int flags, size_t guard_before,
+		     size_t guard_after);
+
+/*
+ * guard_unmap - unmap what guard_map_file() mapped, guards included
+ *
+ * addr and len are the address guard_map_file() returned and the len given
+ * to it. Returns 0, or -EINVAL (not a mapping of guard_map_file(), or a
+ * different length: nothing is unmapped).
+ */
+int guard_unmap(void *addr, size_t len);
+
+/* guard_stack(): also put a guard region of guard_size above the stack. */
+#define GUARD_STACK_ABOVE	(1u << 4)
+
+/*
+ * guard_stack - a thread stack with a guard region below it
+ *
+ * Allocates size bytes of stack (a non-zero page multiple) with a guard
+ * region of guard_size bytes (a non-zero page multiple) directly below,
+ * and with GUARD_STACK_ABOVE also directly above. Returns the lowest
+ * usable address, ready for pthread_attr_setstack(attr, stack, size), or
+ * NULL with errno set (EINVAL, ENOMEM, or an error of guard_install()).
+ * flags may also hold GUARD_NATIVE or GUARD_FALLBACK, as for
+ * guard_install(). One VMA with native guards, two (three) otherwise.
+ * Free with guard_stack_free(stack, size) once no thread runs on it.
+ */
+void *guard_stack(size_t size, size_t guard_size, unsigned int flags);
+
+/* guard_stack_free - free a stack of guard_stack(): 0, or -EINVAL. */
+int guard_stack_free(void *stack, size_t size);
+
+/*
+ * guard_pthread_attr_init - pthread_attr_init() with a guarded stack
+ *
+ * Initializes *attr and gives it a stack of guard_stack(size, guard_size,
+ * 0), both rounded up to page multiples; size must be at least
+ * PTHREAD_STACK_MIN and guard_size non-zero. The stack belongs to the
+ * caller: a thread created with attr runs on it, so it can serve one
+ * thread at a time, and guard_pthread_attr_destroy() frees it together
+ * with attr after that thread has been joined. Returns 0 or a negative
+ * errno (-EINVAL, -ENOMEM); on failure nothing is allocated.
+ */
+int guard_pthread_attr_init(pthread_attr_t *attr, size_t size, size_t guard_size);
+
+/*
+ * guard_pthread_attr_destroy - free the stack of guard_pthread_attr_init()
+ * and destroy attr. Returns 0, or -EINVAL (attr has no stack of
+ * guard_stack(): it is left as it was).
+ */
+int guard_pthread_attr_destroy(pthread_attr_t *attr);
+
+/* guard_elf_segments(): count the holes that could be guarded, change nothing. */
+#define GUARD_ELF_COUNT		(1u << 5)
+
+/*
+ * guard_elf_segments - turn the holes between an ELF object's segments
+ * into guard regions
+ *
+ * For the loaded object containing addr (NULL: every loaded object), each
+ * page-aligned hole between two PT_LOAD segments that the dynamic loader
+ * left as a PROT_NONE mapping becomes a native guard region inside the
+ * neighbouring segment's file mapping, which then covers it: the object
+ * loses one VMA per hole, and every address in the hole still faults. No
+ * byte is accessible at any instant that was not before. Needs native
+ * guards in file mappings (GUARD_CAP_FILE): elsewhere, or with
+ * GUARD_FALLBACK or LIBGUARD_FORCE_FALLBACK, the PROT_NONE holes (already
+ * inaccessible) stay as they are and the call returns 0, or -EOPNOTSUPP
+ * with GUARD_NATIVE, so that a caller can tell why nothing happened.
+ * GUARD_ELF_COUNT counts the holes that qualify and changes nothing.
+ *
+ * Returns the number of holes guarded (counted), or -EINVAL (flags),
+ * -ENOENT (addr is in no loaded object), -ENOEXEC (a corrupt program
+ * header), -EOPNOTSUPP, or another error from the kernel; holes guarded
+ * before an error stay guarded, the hole at hand is left PROT_NONE.
+ * Do not dlclose() an object while this call runs on it.
+ */
+int guard_elf_segments(const void *addr, unsigned int flags);
+
+/* One region of a process's address space, from guard_maps_next(). */
+struct guard_region {
+	uintptr_t start, end;		/* [start, end) */
+	uintptr_t vma_start, vma_end;	/* the VMA the region is part of */
+	unsigned long long offset;	/* file offset of start */
+	unsigned long long inode;	/* 0: no file */
+	unsigned int dev_major, dev_minor;
+	int prot;			/* PROT_* of the VMA */
+	unsigned int flags;		/* GUARD_REGION_* */
+	const char *name;		/* path, [heap], ...: "" if none; valid until the next call */
+};
+#define GUARD_REGION_GUARD	(1u << 0) /* native guard pages: any access faults */
+#define GUARD_REGION_SHARED	(1u << 1) /* a MAP_SHARED mapping */
+
+struct guard_maps;
+
+/*
+ * guard_maps_open, guard_maps_next, guard_maps_close - iterate over the
+ * address space of process pid (0: the caller) as /proc/PID/maps shows it,
+ * with each run of native guard pages split out as a region of its own
+ * (GUARD_REGION_GUARD). flags must be 0.
+ *
+ * guard_maps_open() returns 0 and *maps, or -EINVAL, -ESRCH (no such
+ * process), -EACCES or -EPERM (not allowed to read its maps or pagemap),
+ * -ENOMEM, or -EOPNOTSUPP: the kernel has native guards but can't report
+ * them (upstream 6.13 and 6.14), so the listing would be wrong.
+ * guard_maps_next() returns 1 and *region, 0 at the end, or a negative
+ * errno. guard_maps_close() accepts NULL. Fallback guards are ordinary
+ * PROT_NONE VMAs, as in /proc/PID/maps.
+ */
+int guard_maps_open(pid_t pid, unsigned int flags, struct guard_maps **maps);
+int guard_maps_next(struct guard_maps *maps, struct guard_region *region);
+void guard_maps_close(struct guard_maps *maps);
 
 #ifdef __cplusplus
 }

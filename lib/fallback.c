@@ -3,8 +3,8 @@
  * The mprotect(PROT_NONE) method, for kernels or mappings without native
  * guards, and the record that makes it reversible: a sorted array of
  * disjoint intervals, each with the protection it had before the library
- * protected it, under one mutex (held across fork() so a child never
- * inherits it locked).
+ * protected it, under the library's one mutex (held across fork() so a
+ * child never inherits it locked; registry.c shares it).
  */
 #include "internal.h"
 
@@ -41,10 +41,15 @@ static void register_atfork(void)
 	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
 }
 
-static void take_lock(void)
+void lg_lock(void)
 {
 	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&lock);
+}
+
+void lg_unlock(void)
+{
+	pthread_mutex_unlock(&lock);
 }
 
 bool lg_fallback_any(void)
@@ -222,7 +227,7 @@ int lg_fallback_install(uintptr_t start, uintptr_t end)
 	size_t done = 0;
 	int fd, ret;
 
-	take_lock();
+	lg_lock();
 	fd = lg_vma_open();
 	ret = fd < 0 ? fd : vma_pieces(fd, start, end, false, &all);
 	if (fd >= 0)
@@ -312,7 +317,7 @@ int lg_fallback_remove(uintptr_t start, uintptr_t end)
 	size_t done = 0, first, last;
 	int ret = 0;
 
-	take_lock();
+	lg_lock();
 	first = first_above(start);
 	for (last = first; last < nrecs && recs[last].start < end; last++)
 		;
@@ -341,13 +346,26 @@ out:
 	return ret;
 }
 
+void lg_fallback_forget(uintptr_t start, uintptr_t end)
+{
+	if (!lg_fallback_any())
+		return;
+	lg_lock();
+	/* No slot for a split: the record then stays, stale and harmless. */
+	if (!reserve(1)) {
+		rec_carve(start, end);
+		publish();
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec)
 {
 	struct pieces now = { 0 };
 	size_t page = lg_page_size(), first;
 	int ret;
 
-	take_lock();
+	lg_lock();
 	first = first_above(start);
 	ret = recorded_pieces(first, nrecs, start, end, &now);
 	pthread_mutex_unlock(&lock);

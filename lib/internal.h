@@ -69,6 +69,7 @@ struct lg_procmap_query {
 #define LG_PROCMAP_READABLE 0x01
 #define LG_PROCMAP_WRITABLE 0x02
 #define LG_PROCMAP_EXECUTABLE 0x04
+#define LG_PROCMAP_SHARED 0x08
 #define LG_PROCMAP_COVERING_OR_NEXT 0x10
 
 #define LG_FLAGS_ALL (GUARD_NATIVE | GUARD_FALLBACK)
@@ -94,6 +95,10 @@ int lg_check_range(const void *addr, size_t len, uintptr_t *end);
 struct lg_vma {
 	uintptr_t start, end;
 	int prot;
+	bool shared;
+	uint64_t pgoff;		/* file offset of start, in bytes */
+	uint64_t inode;		/* 0: not a file mapping */
+	unsigned int dev_major, dev_minor;
 };
 #define LG_VM_SPECIAL 0x1	/* VM_IO, VM_PFNMAP, VM_MIXEDMAP, VM_DONTEXPAND */
 #define LG_VM_LOCKED 0x2
@@ -123,6 +128,14 @@ void lg_runs_free(struct lg_runs *runs);
 int lg_runs_add(struct lg_runs *runs, uintptr_t start, uintptr_t end);
 /* Native guards in [start, end); -EOPNOTSUPP if the kernel can't say. */
 int lg_native_guards(uintptr_t start, uintptr_t end, struct lg_runs *runs);
+/* The same from an open /proc/PID/pagemap, for any process. */
+int lg_pagemap_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs *runs);
+/* Can the kernel report native guards (or are there none to report)? */
+bool lg_guards_reportable(void);
+
+/* fallback.c: the library's one mutex, safe across fork(). */
+void lg_lock(void);
+void lg_unlock(void);
 
 /* fallback.c: the mprotect method and its record. */
 int lg_fallback_install(uintptr_t start, uintptr_t end);
@@ -130,6 +143,56 @@ int lg_fallback_remove(uintptr_t start, uintptr_t end);
 /* OR GUARD_QUERY_FALLBACK into vec for recorded pages still PROT_NONE. */
 int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec);
 bool lg_fallback_any(void);
+/* Drop the record of [start, end) after the caller unmapped it. */
+void lg_fallback_forget(uintptr_t start, uintptr_t end);
+
+/* registry.c: what guard_map_file() and guard_stack() mapped. */
+enum lg_reg_kind { LG_REG_FILE, LG_REG_STACK };
+struct lg_reg {
+	uintptr_t user, user_end;	/* what the caller got */
+	uintptr_t start, end;		/* the whole mapping, guards included */
+	enum lg_reg_kind kind;
+};
+int lg_reg_add(const struct lg_reg *r);
+/* Remove and return the entry for exactly [user, user_end): -EINVAL if none. */
+int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out);
+/* Unmap a registered mapping and forget everything about it. */
+void lg_reg_unmap(const struct lg_reg *r);
+
+/* elf.c: program headers, checked. */
+#define LG_ELF_MAX_LOADS 32
+struct lg_load {
+	uint64_t vaddr, memsz, offset, filesz;
+	uint32_t flags;
+};
+struct lg_loads {
+	size_t n;
+	struct lg_load v[LG_ELF_MAX_LOADS];
+};
+/* The PT_LOAD segments of a program header table: -ENOEXEC if corrupt. */
+int lg_elf_loads(const void *phdrs, size_t phnum, size_t page, struct lg_loads *out);
+/* The same from the first len bytes of an ELF file (header and table). */
+int lg_elf_parse(const void *image, size_t len, size_t page, struct lg_loads *out);
+/* The page-aligned holes between segments (relative to the load bias). */
+size_t lg_elf_holes(const struct lg_loads *loads, size_t page, struct lg_run *holes,
+		    size_t max);
+
+struct lg_elf_report {
+	uintptr_t lo, hi;	/* the object's extent in memory */
+	int holes;		/* loader holes found */
+	int guarded;		/* of which now guard regions */
+	char name[256];
+};
+/*
+ * guard_elf_segments() for one object given by its load bias, segments
+ * and file name ("" for the program), with what it found in *rep (may be
+ * NULL). For the audit module, which can't use dl_iterate_phdr(): that
+ * only shows the caller's own link-map namespace.
+ */
+int lg_elf_guard_loads(uintptr_t bias, const struct lg_loads *loads, const char *name,
+		       unsigned int flags, struct lg_elf_report *rep);
+/* Number of VMAs meeting [start, end), or -errno. */
+int lg_vma_count(uintptr_t start, uintptr_t end);
 
 /* install.c: one range, native first, fallback by policy. */
 int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags);

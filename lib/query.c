@@ -107,6 +107,25 @@ static int pagemap_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs
 	return 0;
 }
 
+bool lg_guards_reportable(void)
+{
+	unsigned int caps = lg_caps();
+
+	return !(caps & GUARD_CAP_NATIVE_MASK) ||
+	       (caps & (GUARD_CAP_PAGEMAP_SCAN | GUARD_CAP_PAGEMAP));
+}
+
+int lg_pagemap_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs *runs)
+{
+	unsigned int caps = lg_caps();
+
+	if (caps & GUARD_CAP_PAGEMAP_SCAN)
+		return scan_guards(fd, start, end, runs);
+	if (caps & GUARD_CAP_PAGEMAP)
+		return pagemap_guards(fd, start, end, runs);
+	return -EOPNOTSUPP;
+}
+
 int lg_native_guards(uintptr_t start, uintptr_t end, struct lg_runs *runs)
 {
 	unsigned int caps = lg_caps();
@@ -118,10 +137,7 @@ int lg_native_guards(uintptr_t start, uintptr_t end, struct lg_runs *runs)
 	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (caps & GUARD_CAP_PAGEMAP_SCAN)
-		ret = scan_guards(fd, start, end, runs);
-	else
-		ret = pagemap_guards(fd, start, end, runs);
+	ret = lg_pagemap_guards(fd, start, end, runs);
 	close(fd);
 	return ret;
 }

@@ -108,12 +108,21 @@ static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
 	while (getline(&line, &cap, f) > 0) {
 		uintptr_t s, e;
 
-		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s", &s, &e, perms) != 3)
+		unsigned long long off, ino;
+		unsigned int maj, min;
+
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s %llx %x:%x %llu", &s, &e, perms, &off,
+			   &maj, &min, &ino) != 7)
 			continue;
 		if (e > addr) {
 			vma->start = s;
 			vma->end = e;
 			vma->prot = prot_from_perms(perms);
+			vma->shared = perms[3] == 's';
+			vma->pgoff = off;
+			vma->inode = ino;
+			vma->dev_major = maj;
+			vma->dev_minor = min;
 			found = 1;
 			break;
 		}
@@ -146,7 +155,29 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
 	vma->prot = (q.vma_flags & LG_PROCMAP_READABLE ? PROT_READ : 0) |
 		    (q.vma_flags & LG_PROCMAP_WRITABLE ? PROT_WRITE : 0) |
 		    (q.vma_flags & LG_PROCMAP_EXECUTABLE ? PROT_EXEC : 0);
+	vma->shared = q.vma_flags & LG_PROCMAP_SHARED;
+	vma->pgoff = q.vma_offset;
+	vma->inode = q.inode;
+	vma->dev_major = q.dev_major;
+	vma->dev_minor = q.dev_minor;
 	return 1;
+}
+
+int lg_vma_count(uintptr_t start, uintptr_t end)
+{
+	int fd = lg_vma_open(), n = 0, ret = 0;
+	struct lg_vma vma;
+
+	if (fd < 0)
+		return fd;
+	for (uintptr_t at = start; at < end; at = vma.end) {
+		ret = lg_vma_find(fd, at, &vma);
+		if (ret <= 0 || vma.start >= end)
+			break;
+		n++;
+	}
+	close(fd);
+	return ret < 0 ? ret : n;
 }
 
 static int vmflags_kind(const char *flags)

@@ -41,7 +41,7 @@ static void many_single_pages(void **state)
 		iov[i] = (struct iovec){ m.addr + 2 * i * pg, pg };
 	assert_int_equal(guard_install_batch(iov, N, 0, &done), 0);
 	assert_int_equal(done, N);
-	assert_int_equal(guard_query(m.addr, 2 * N * pg, vec), 0);
+	assert_int_equal(query_vec(m.addr, 2 * N * pg, vec), 0);
 	for (int i = 0; i < 2 * N; i++)
 		assert_int_equal(vec[i], i % 2 ? 0 : want);
 	printf("# %d guards by batch, method %s\n", N, want == 1 ? "native" : "fallback");
@@ -50,7 +50,7 @@ static void many_single_pages(void **state)
 	assert_int_equal(access_in_child(m.addr + (2 * N - 1) * pg, true, &fault), 0);
 	assert_int_equal(guard_remove_batch(iov, N, 0, &done), 0);
 	assert_int_equal(done, N);
-	assert_int_equal(guard_query(m.addr, 2 * N * pg, vec), 0);
+	assert_int_equal(query_vec(m.addr, 2 * N * pg, vec), 0);
 	for (int i = 0; i < 2 * N; i++)
 		assert_int_equal(vec[i], 0);
 	tmap_free(&m);

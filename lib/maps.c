@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * guard_maps_open/next/close: the regions of a process as /proc/PID/maps
+ * lists them, with native guard regions split out as regions of their
+ * own (from PAGEMAP_SCAN or pagemap bit 58), for tools/guard-maps and for
+ * programs that read their maps to learn what they may touch.
+ */
+#include "internal.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct guard_maps {
+	FILE *maps;
+	int pagemap;		/* -1: no guards can exist, none are looked for */
+	char *line;
+	size_t cap;
+	struct guard_region vma;	/* the current VMA, whole */
+	struct lg_runs runs;	/* its guards */
+	size_t next_run;
+	uintptr_t at;		/* where the next region starts; vma.end: read a line */
+};
+
+static int open_err(int err)
+{
+	/* /proc says ENOENT for a process that is gone or never was. */
+	return err == ENOENT ? -ESRCH : -err;
+}
+
+LG_EXPORT int guard_maps_open(pid_t pid, unsigned int flags, struct guard_maps **out)
+{
+	LG_KEEP_ERRNO;
+	struct guard_maps *m;
+	char path[64];
+	int ret;
+
+	if (!out || flags || pid < 0)
+		return -EINVAL;
+	/* Guards the kernel can't report would silently be missing. */
+	if (!lg_guards_reportable())
+		return -EOPNOTSUPP;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	lg_runs_init(&m->runs);
+	m->pagemap = -1;
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/maps");
+	m->maps = fopen(path, "re");
+	if (!m->maps) {
+		ret = open_err(errno);
+		free(m);
+		return ret;
+	}
+	if (lg_caps() & GUARD_CAP_NATIVE_MASK) {
+		memcpy(path + strlen(path) - 4, "pagemap", 8);
+		m->pagemap = open(path, O_RDONLY | O_CLOEXEC);
+		if (m->pagemap < 0) {
+			ret = open_err(errno);
+			fclose(m->maps);
+			free(m);
+			return ret;
+		}
+	}
+	*out = m;
+	return 0;
+}
+
+static int read_vma(struct guard_maps *m)
+{
+	struct guard_region *r = &m->vma;
+	unsigned long long off, ino;
+	unsigned int maj, min;
+	char perms[5];
+	int name_at = 0;
+	ssize_t len;
+
+	len = getline(&m->line, &m->cap, m->maps);
+	if (len < 0)
+		return ferror(m->maps) ? -EIO : 0;
+	if (len && m->line[len - 1] == '\n')
+		m->line[len - 1] = '\0';
+	if (sscanf(m->line, "%" SCNxPTR "-%" SCNxPTR " %4s %llx %x:%x %llu %n", &r->start,
+		   &r->end, perms, &off, &maj, &min, &ino, &name_at) < 7 || !name_at ||
+	    r->end <= r->start)
+		return -EIO;
+	r->vma_start = r->start;
+	r->vma_end = r->end;
+	r->offset = off;
+	r->inode = ino;
+	r->dev_major = maj;
+	r->dev_minor = min;
+	r->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+		  (perms[2] == 'x' ? PROT_EXEC : 0);
+	r->flags = perms[3] == 's' ? GUARD_REGION_SHARED : 0;
+	r->name = m->line + name_at;
+	m->runs.n = 0;
+	m->next_run = 0;
+	m->at = r->start;
+	/* [vsyscall] lies beyond what pagemap can walk: no guards there. */
+	if (m->pagemap >= 0 && strcmp(r->name, "[vsyscall]")) {
+		int ret = lg_pagemap_guards(m->pagemap, r->start, r->end, &m->runs);
+
+		if (ret)
+			return ret;
+	}
+	return 1;
+}
+
+LG_EXPORT int guard_maps_next(struct guard_maps *m, struct guard_region *r)
+{
+	LG_KEEP_ERRNO;
+	const struct lg_run *run;
+
+	if (!m || !r)
+		return -EINVAL;
+	if (!m->line || m->at >= m->vma.vma_end) {
+		int ret = read_vma(m);
+
+		if (ret <= 0)
+			return ret;
+	}
+	*r = m->vma;
+	run = m->next_run < m->runs.n ? &m->runs.v[m->next_run] : NULL;
+	r->start = m->at;
+	if (run && run->start <= m->at) {
+		r->end = run->end < m->vma.vma_end ? run->end : m->vma.vma_end;
+		r->flags |= GUARD_REGION_GUARD;
+		m->next_run++;
+	} else {
+		r->end = run ? run->start : m->vma.vma_end;
+	}
+	/* /proc shows no offset for anonymous memory: keep it 0 */
+	r->offset = m->vma.inode ? m->vma.offset + (r->start - m->vma.vma_start) : m->vma.offset;
+	m->at = r->end;
+	return 1;
+}
+
+LG_EXPORT void guard_maps_close(struct guard_maps *m)
+{
+	if (!m)
+		return;
+	LG_KEEP_ERRNO;
+	fclose(m->maps);
+	if (m->pagemap >= 0)
+		close(m->pagemap);
+	lg_runs_free(&m->runs);
+	free(m->line);
+	free(m);
+}
