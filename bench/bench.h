@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Shared helpers of the benchmark programs: a clock, raw system calls,
+ * VMA counting, option parsing and the raw-sample output that bench/run
+ * summarizes (bench/summarize.py) into the results CSV.
+ *
+ * Every program writes lines "benchmark,mode,n,metric,rep,value,unit" to
+ * stdout: one per repetition of a timed measurement (rep >= 1), or one
+ * with rep 0 for a count or a failure (vmas, failed_at_n, unsupported).
+ * Modes are measured side by side: in each repetition every mode runs
+ * once, in an order rotated by the repetition number.
+ */
+#ifndef LIBGUARD_BENCH_H
+#define LIBGUARD_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#define MADV_GUARD_REMOVE 103
+#endif
+
+#define BENCH_IOV_MAX 1024
+
+struct bench_opts {
+	int reps;	/* repetitions of every measurement (>= 5) */
+	int quick;	/* reduced sizes for TCG */
+};
+
+/* --reps N, --quick; exits 2 on bad usage. */
+void bench_parse(int argc, char **argv, struct bench_opts *o);
+
+uint64_t bench_now_ns(void);
+size_t bench_page(void);
+
+/* Anonymous private read-write mapping, MAP_NORESERVE; exits on failure. */
+void *bench_map(size_t len);
+
+void bench_emit(const char *bench, const char *mode, long n, const char *metric, int rep,
+		double value, const char *unit);
+/* A row saying mode can't run here: metric "unsupported", value errno. */
+void bench_unsupported(const char *bench, const char *mode, long n, int err);
+
+/* VMAs meeting [start, end) (end 0: the whole process), from /proc/self/maps. */
+long bench_vmas(uintptr_t start, uintptr_t end);
+
+/* 0 if the kernel takes MADV_GUARD_INSTALL on private anonymous memory, else errno. */
+int bench_native_anon(void);
+/* The same for memfd (shmem) and for a MAP_SHARED file in dir. */
+int bench_native_fd(int fd);
+/* 0 if process_madvise(pidfd of self, MADV_GUARD_INSTALL) works, else errno. */
+int bench_native_batch(void);
+
+int bench_pidfd_self(void);
+/* process_madvise over n ranges in chunks of BENCH_IOV_MAX: 0 or errno. */
+int bench_pmadvise(int pidfd, const struct iovec *iov, size_t n, int advice);
+
+/* A file on a real file system ($LIBGUARD_SCRATCH, /var/tmp, /tmp), unlinked. */
+int bench_tmpfile(void);
+
+/* Rotate the order of nmodes modes by repetition: the index of slot k. */
+static inline int bench_order(int rep, int k, int nmodes)
+{
+	return (k + rep) % nmodes;
+}
+
+#endif

@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Summaries, the Markdown table and the plots of bench/run.
+
+  report.py summarize RAW CSV    raw samples of the bench-* programs -> results CSV
+  report.py report RESULTS_DIR   newest CSV per run -> latest.md, PNG plots (gnuplot)
+
+Raw lines are "benchmark,mode,n,metric,rep,value,unit" (see bench/bench.h);
+rep >= 1 are repetitions of a timed measurement, rep 0 single values.
+The CSV has one row per summary, columns benchmark,mode,n,metric,value,unit:
+  <metric>          median of the repetitions
+  <metric>_spread   interquartile range / median of the repetitions, in %
+  <metric>_range    (max - min) / median, in %
+  <metric>_reps     number of repetitions
+  speedup_vs_<base> median of the per-repetition ratios base / mode (the
+                    modes of a repetition ran side by side), and its spread
+  overhead_pct      for overhead-*: median of (library / raw - 1) * 100
+                    per repetition; its spread in percentage points
+plus the single values (vmas, vmas_process, failed_at_n, failed_errno,
+unsupported) as they are.
+"""
+import collections
+import csv
+import glob
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+RUNS = ["host", "vm-patched", "vm-stock"]
+MODES = ["native", "native-batched", "mprotect", "libguard-native", "libguard-fallback",
+         "glibc-default"]
+# The mode every other mode of a benchmark is compared with.
+BASELINE = {
+    "scaling": ["mprotect"],
+    "collateral-mmap": ["mprotect"], "collateral-fork": ["mprotect"],
+    "collateral-fault": ["mprotect"], "collateral-maps": ["mprotect"],
+    "stacks": ["mprotect", "glibc-default"],
+    "files": ["mprotect"],
+    "arena-setup": ["libguard-fallback"], "arena-ops": ["libguard-fallback"],
+}
+OVERHEAD_RAW = {"overhead-install-1p": "native", "overhead-install-16p": "native",
+                "overhead-batch": "native-batched", "overhead-remove": "native"}
+ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "collateral-maps",
+         "stacks", "files", "arena-setup", "arena-ops", "overhead-install-1p",
+         "overhead-install-16p", "overhead-batch", "overhead-remove"]
+TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map")
+
+
+def spread_pct(v):
+    """Interquartile range relative to the median, in %."""
+    med = statistics.median(v)
+    if len(v) < 2 or not med:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(v, n=4, method="inclusive")
+    return (q3 - q1) / abs(med) * 100
+
+
+def range_pct(v):
+    med = statistics.median(v)
+    return (max(v) - min(v)) / abs(med) * 100 if med else 0.0
+
+
+def summarize(raw_path, csv_path):
+    samples = collections.defaultdict(dict)  # (b, mode, n, metric) -> {rep: value}
+    units = {}
+    single = []
+    with open(raw_path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = line.split(",")
+            if len(parts) != 7:
+                print(f"report.py: {raw_path}: ignored: {line}", file=sys.stderr)
+                continue
+            b, mode, n, metric, rep, value, unit = parts
+            key = (b, mode, int(n), metric)
+            if int(rep) == 0:
+                single.append((b, mode, int(n), metric, float(value), unit))
+            else:
+                samples[key][int(rep)] = float(value)
+                units[key] = unit
+    rows = list(single)
+    for key, reps in samples.items():
+        b, mode, n, metric = key
+        v = list(reps.values())
+        rows.append((b, mode, n, metric, statistics.median(v), units[key]))
+        rows.append((b, mode, n, metric + "_spread", spread_pct(v), "%"))
+        rows.append((b, mode, n, metric + "_range", range_pct(v), "%"))
+        rows.append((b, mode, n, metric + "_reps", len(v), "count"))
+    # paired ratios, repetition by repetition
+    for key, reps in samples.items():
+        b, mode, n, metric = key
+        if metric not in TIME_METRICS:
+            continue
+        for base in BASELINE.get(b, []):
+            bk = (b, base, n, metric)
+            if base == mode or bk not in samples:
+                continue
+            common = sorted(set(reps) & set(samples[bk]))
+            r = [samples[bk][i] / reps[i] for i in common if reps[i] > 0]
+            if len(r) >= 1:
+                rows.append((b, mode, n, "speedup_vs_" + base, statistics.median(r), "x"))
+                rows.append((b, mode, n, "speedup_vs_" + base + "_spread", spread_pct(r), "%"))
+        raw = OVERHEAD_RAW.get(b)
+        if raw and mode == "libguard-native" and (b, raw, n, metric) in samples:
+            rk = samples[(b, raw, n, metric)]
+            common = sorted(set(reps) & set(rk))
+            o = [(reps[i] / rk[i] - 1) * 100 for i in common if rk[i] > 0]
+            if o:
+                rows.append((b, mode, n, "overhead_pct", statistics.median(o), "%"))
+                q1, _, q3 = statistics.quantiles(o, n=4, method="inclusive")
+                rows.append((b, mode, n, "overhead_pct_spread", q3 - q1, "pp"))
+                rows.append((b, mode, n, "overhead_pct_range", max(o) - min(o), "pp"))
+
+    def sort_key(r):
+        b = ORDER.index(r[0]) if r[0] in ORDER else len(ORDER)
+        m = MODES.index(r[1]) if r[1] in MODES else len(MODES)
+        return (b, r[2], m, r[3])
+
+    rows.sort(key=sort_key)
+    with open(csv_path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["benchmark", "mode", "n", "metric", "value", "unit"])
+        for b, mode, n, metric, value, unit in rows:
+            w.writerow([b, mode, n, metric, f"{value:.6g}", unit])
+
+
+def load(csv_path):
+    d = {}
+    with open(csv_path) as f:
+        for r in csv.DictReader(f):
+            d[(r["benchmark"], r["mode"], int(r["n"]), r["metric"])] = float(r["value"])
+    return d
+
+
+def latest_runs(results):
+    """The newest CSV of each run: {run: (date, path)}."""
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(results, "*.csv"))):
+        base = os.path.basename(path)[:-4]
+        for run in RUNS:
+            if base.endswith("-" + run):
+                date = base[: -len(run) - 1]
+                if run not in runs or date >= runs[run][0]:
+                    runs[run] = (date, path)
+    return runs
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "–"
+    if abs(v) >= 100:
+        s = f"{v:,.0f}"
+    elif abs(v) >= 10:
+        s = f"{v:.1f}"
+    else:
+        s = f"{v:.2f}"
+    return s + unit
+
+
+def cell(d, b, mode, n, metric):
+    """A median with its spread, or why there is none."""
+    if (b, mode, n, "unsupported") in d:
+        return "unsupported"
+    v = d.get((b, mode, n, metric))
+    if v is None and metric.startswith("speedup_vs_"):
+        base = metric[len("speedup_vs_"):]
+        if (b, mode, n, "failed_at_n") in d:
+            return ""
+        if (b, base, n, "failed_at_n") in d:
+            return f"∞ ({base}: ENOMEM)"
+        return "–"
+    if v is None:
+        f = d.get((b, mode, n, "failed_at_n"))
+        return f"ENOMEM at {f:,.0f}" if f is not None else "–"
+    s = d.get((b, mode, n, metric + "_spread"))
+    unit = "%" if metric == "overhead_pct" else ("x" if metric.startswith("speedup") else "")
+    spread = "pp" if metric == "overhead_pct" else "%"
+    return fmt(v, unit) + (f" (±{s / 2:.0f}{spread})" if s is not None else "")
+
+
+def targets(d):
+    """[(target, value text, met: True/False/None)] for one run."""
+    out = []
+    # 1: native VMA count constant in N
+    for mode in ("native", "native-batched"):
+        ns = sorted(n for (b, m, n, met) in d if b == "scaling" and m == mode and met == "vmas")
+        if (("scaling", mode, 10, "unsupported") in d) or not ns:
+            out.append((f"scaling: {mode} VMAs constant in N", "unsupported", None))
+            continue
+        v = [d[("scaling", mode, n, "vmas")] for n in ns]
+        txt = f"{fmt(min(v))}..{fmt(max(v))} for N = {ns[0]:,}..{ns[-1]:,}"
+        out.append((f"scaling: {mode} VMAs constant in N", txt, min(v) == max(v)))
+    # 2: batched native >= 4x cheaper than mprotect at 10k, aim 5x
+    k = ("scaling", "native-batched", 10000, "speedup_vs_mprotect")
+    if ("scaling", "native-batched", 10000, "unsupported") in d or k not in d:
+        out.append(("scaling: native-batched ≥ 4x cheaper than mprotect at 10k (aim 5x)",
+                    "unsupported", None))
+    else:
+        v = d[k]
+        txt = cell(d, *k) + (" — aim 5x met" if v >= 5 else " — aim 5x not met")
+        if v < 4:
+            txt += f" — short by {(4 / v - 1) * 100:.1f}%"
+        out.append(("scaling: native-batched ≥ 4x cheaper than mprotect at 10k (aim 5x)", txt,
+                    v >= 4))
+    # context: one madvise per guard (upstream: 3.5x)
+    k = ("scaling", "native", 10000, "speedup_vs_mprotect")
+    if k in d:
+        out.append(("(context) scaling: native, one madvise per guard, vs mprotect at 10k "
+                    "(upstream 3.5x)", cell(d, *k), None))
+    for mode in ("mprotect", "libguard-fallback"):
+        f = [d[key] for key in d if key[0] == "scaling" and key[1] == mode
+             and key[3] == "failed_at_n"]
+        if f:
+            out.append((f"(context) scaling: {mode} stops with ENOMEM at (upstream 32,753)",
+                        f"{min(f):,.0f} guards", None))
+    # 3: fork with 30k guards >= 20x faster native than mprotect
+    k = ("collateral-fork", "native", 30000, "speedup_vs_mprotect")
+    if ("collateral-fork", "native", 30000, "unsupported") in d or k not in d:
+        out.append(("collateral: fork with 30k guards ≥ 20x faster native than mprotect",
+                    "unsupported", None))
+    else:
+        v = d[k]
+        nat = d.get(("collateral-fork", "native", 30000, "ns_per_op"), 0) / 1e6
+        mp = d.get(("collateral-fork", "mprotect", 30000, "ns_per_op"), 0) / 1e6
+        txt = cell(d, *k) + f" ({nat:.2f} ms vs {mp:.1f} ms)"
+        if v < 20:
+            txt += f" — short by {(20 / v - 1) * 100:.1f}%"
+        out.append(("collateral: fork with 30k guards ≥ 20x faster native than mprotect", txt,
+                    v >= 20))
+        # context: what the guards add to a fork, over the process's own fork cost
+        z = {m: d.get(("collateral-fork", m, 0, "ns_per_op")) for m in ("native", "mprotect")}
+        if all(z.values()) and nat * 1e6 > z["native"]:
+            an, am = nat - z["native"] / 1e6, mp - z["mprotect"] / 1e6
+            out.append(("(context) collateral: fork time added by 30k guards, native vs mprotect",
+                        f"{an:.2f} ms vs {am:.1f} ms: {am / an:.0f}x (fork with no guards: "
+                        f"{z['native'] / 1e6:.2f} ms)", None))
+    # 4: libguard overhead within 5% of raw madvise
+    for b, what in (("overhead-install-1p", "guard_install(), 1-page ranges"),
+                    ("overhead-install-16p", "guard_install(), 16-page ranges"),
+                    ("overhead-batch", "guard_install_batch() vs process_madvise()"),
+                    ("overhead-remove", "guard_remove(), 1-page ranges")):
+        ns = [n for (bb, m, n, met) in d if bb == b and met in ("overhead_pct", "unsupported")]
+        if not ns:
+            continue
+        n = ns[0]
+        if (b, "libguard-native", n, "unsupported") in d:
+            out.append((f"overhead: {what} within 5% of raw", "unsupported", None))
+            continue
+        v = d.get((b, "libguard-native", n, "overhead_pct"))
+        if v is None:
+            continue
+        txt = cell(d, b, "libguard-native", n, "overhead_pct")
+        if v > 5:
+            txt += f" — over by {v - 5:.1f} pp"
+        out.append((f"overhead: {what} within 5% of raw", txt, v <= 5))
+    return out
+
+
+def mark(met):
+    return {True: "✅ met", False: "❌ missed", None: ""}[met]
+
+
+def plots(run, date, d, results, gnuplot):
+    """Time per guard and VMAs against N, log-log: the PNG file names."""
+    made = []
+    stem = f"{date}-{run}"
+    datadir = tempfile.mkdtemp(prefix="guardbench-plot-")
+    series = []
+    for mode in MODES:
+        pts = sorted((n, d[("scaling", mode, n, "ns_per_guard")],
+                      d.get(("scaling", mode, n, "vmas")))
+                     for (b, m, n, met) in d
+                     if b == "scaling" and m == mode and met == "ns_per_guard")
+        if pts:
+            path = os.path.join(datadir, f"{stem}-{mode}.dat")
+            with open(path, "w") as f:
+                for n, t, v in pts:
+                    f.write(f"{n} {t} {v if v is not None else 'NaN'}\n")
+            series.append((mode, path))
+    if not series:
+        return made
+    for what, col, ylabel in (("time", 2, "ns per guard"), ("vmas", 3, "VMAs of the mapping")):
+        png = f"{stem}-scaling-{what}.png"
+        # wider lines first, so that series lying on top of each other show
+        plot = ", ".join(f"'{p}' using 1:{col} with linespoints lw {2 * (len(series) - i)} "
+                         f"ps {1 + 0.4 * (len(series) - i)} title '{m}'"
+                         for i, (m, p) in enumerate(series))
+        yrange = "set yrange [0.5:*]" if what == "vmas" else ""
+        script = f"""
+set terminal pngcairo size 640,400 font ',9'
+set output '{os.path.join(results, png)}'
+set logscale xy
+set grid
+set key outside right
+set format x '10^{{%L}}'
+set xlabel 'N guards (one page apart)'
+set ylabel '{ylabel}'
+set title 'scaling, {run} ({date}): {ylabel} vs N'
+{yrange}
+plot {plot}
+"""
+        subprocess.run([gnuplot], input=script, text=True, check=True)
+        made.append(png)
+    shutil.rmtree(datadir)
+    return made
+
+
+def report(results):
+    runs = latest_runs(results)
+    if not runs:
+        sys.exit(f"report.py: no results CSV in {results}")
+    data = {run: load(path) for run, (date, path) in runs.items()}
+    gnuplot = shutil.which("gnuplot")
+    pngs = {}
+    for run, (date, path) in runs.items():
+        pngs[run] = plots(run, date, data[run], results, gnuplot) if gnuplot else []
+    order = [r for r in RUNS if r in runs]
+    out = ["# Benchmark results", "",
+           "Generated by `bench/report.py` from " +
+           ", ".join(f"[`{os.path.basename(runs[r][1])}`]({os.path.basename(runs[r][1])})"
+                     for r in order) + ".", ""]
+    for r in order:
+        meta = runs[r][1][:-4] + ".meta"
+        if os.path.exists(meta):
+            with open(meta) as f:
+                out.append(f"* **{r}**: " + "; ".join(l.strip() for l in f if l.strip()))
+    out += ["", "Every cell is the median of ≥ 5 interleaved repetitions, ± half the "
+            "interquartile range (the CSVs also have the min–max `_range`); ratios are taken repetition by repetition between modes that "
+            "ran side by side. Under TCG (vm-*) absolute times mean nothing; ratios show the "
+            "shape.", "", "## Targets", ""]
+    per_run = {r: targets(data[r]) for r in order}
+    names = []
+    for r in order:
+        for t, _, _ in per_run[r]:
+            if t not in names:
+                names.append(t)
+    out.append("| target | " + " | ".join(order) + " |")
+    out.append("|---|" + "---|" * len(order))
+    for t in names:
+        cells = []
+        for r in order:
+            hit = [x for x in per_run[r] if x[0] == t]
+            cells.append(f"{hit[0][1]} {mark(hit[0][2])}".strip() if hit else "–")
+        out.append(f"| {t} | " + " | ".join(cells) + " |")
+    if "host" in data and "vm-patched" in data:
+        out += ["", "Our kernel (vm-patched) against upstream (host), as ratios: "]
+        for b, mode, n, met, what in (
+                ("scaling", "native-batched", 10000, "speedup_vs_mprotect", "batched install at 10k"),
+                ("scaling", "native", 10000, "speedup_vs_mprotect", "one-call install at 10k"),
+                ("collateral-fork", "native", 30000, "speedup_vs_mprotect", "fork at 30k")):
+            h, p = data["host"].get((b, mode, n, met)), data["vm-patched"].get((b, mode, n, met))
+            if h and p:
+                out.append(f"* {what}: {p:.2f}x in the VM vs {h:.2f}x on the host: "
+                           + ("as good or better" if p >= h else f"{(1 - p / h) * 100:.0f}% worse"))
+            else:
+                out.append(f"* {what}: not measured on both (native unsupported in the VM?)")
+    if any(pngs.values()):
+        out += ["", "## Plots", ""]
+        for r in order:
+            for p in pngs[r]:
+                out.append(f"![{p}]({p})")
+    for r in order:
+        d = data[r]
+        out += ["", f"## {r} ({runs[r][0]})", ""]
+        for b in ORDER:
+            keys = [k for k in d if k[0] == b]
+            if not keys:
+                continue
+            metric = next((k[3] for k in keys if k[3] in TIME_METRICS), None)
+            ns = sorted({k[2] for k in keys})
+            modes = [m for m in MODES if any(k[1] == m for k in keys)]
+            bases = BASELINE.get(b, [])
+            head = ["n", "mode", f"{metric or 'time'} (median ± IQR/2)"]
+            head += [f"speedup vs {x}" for x in bases]
+            if b in OVERHEAD_RAW:
+                head.append("overhead vs raw")
+            head.append("VMAs")
+            out += [f"### {b}", "", "| " + " | ".join(head) + " |",
+                    "|" + "---|" * len(head)]
+            for n in ns:
+                for m in modes:
+                    if not any(k[1] == m and k[2] == n for k in keys):
+                        continue
+                    row = [f"{n:,}", m, cell(d, b, m, n, metric) if metric else "–"]
+                    for x in bases:
+                        row.append("" if m == x else cell(d, b, m, n, "speedup_vs_" + x))
+                    if b in OVERHEAD_RAW:
+                        row.append(cell(d, b, m, n, "overhead_pct") if m == "libguard-native"
+                                   else "")
+                    v = d.get((b, m, n, "vmas"), d.get((b, m, n, "vmas_process")))
+                    if (b, m, n, "vmas") not in d and v is not None:
+                        row.append(f"{fmt(v)} (process)")
+                    else:
+                        row.append(fmt(v) if v is not None else "")
+                    out.append("| " + " | ".join(row) + " |")
+            out.append("")
+    with open(os.path.join(results, "latest.md"), "w") as f:
+        f.write("\n".join(out).rstrip() + "\n")
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "summarize":
+        summarize(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3 and sys.argv[1] == "report":
+        report(sys.argv[2])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
