@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -241,37 +242,59 @@ static void tool_on_process(void **state)
 }
 
 /* The tool, as nobody, on a root process: a clear message. */
+/*
+ * Copy the tool and the library it loads to a directory nobody can read:
+ * the build directory may sit below one that nobody cannot enter (a
+ * mktemp -d clone is mode 0700), and then the loader, not guard-maps,
+ * would refuse.
+ */
+static void copy_file(const char *from, const char *dir, const char *name)
+{
+	char cmd[1200];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s/%s'", from, dir, name);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void tool_permission(void **state)
 {
+	const char *tool = getenv("LIBGUARD_GUARD_MAPS");
+	static char cmd[1200], buf[4096], lib[1024];
+	char dir[] = "/tmp/libguard-perm-XXXXXX";
+	const char *slash;
 	int status;
-	const char *out;
+	size_t n;
+	FILE *p;
 
 	(void)state;
 	if (geteuid() != 0 || !query_reports()) {
 		printf("# needs root (to become nobody) and a kernel that reports guards\n");
 		skip();
 	}
-	/* setpriv drops to nobody for the tool alone */
-	{
-		static char cmd[600];
-		const char *tool = getenv("LIBGUARD_GUARD_MAPS");
-		FILE *p;
-		size_t n;
-		static char buf[4096];
+	assert_non_null(tool);
+	slash = strrchr(tool, '/');
+	assert_non_null(slash);
+	/* build/tools/guard-maps loads build/lib/libguard.so.0 */
+	snprintf(lib, sizeof(lib), "%.*s/../lib/libguard.so.0", (int)(slash - tool), tool);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0755), 0);
+	copy_file(tool, dir, "guard-maps");
+	copy_file(lib, dir, "libguard.so.0");
 
-		snprintf(cmd, sizeof(cmd),
-			 "setpriv --reuid=65534 --regid=65534 --clear-groups %s %d 2>&1", tool,
-			 (int)getpid());
-		p = popen(cmd, "r");
-		assert_non_null(p);
-		n = fread(buf, 1, sizeof(buf) - 1, p);
-		buf[n] = '\0';
-		status = pclose(p);
-		out = buf;
-	}
-	printf("# as nobody: %s", out);
+	/* setpriv drops to nobody for the tool alone */
+	snprintf(cmd, sizeof(cmd),
+		 "setpriv --reuid=65534 --regid=65534 --clear-groups env LD_LIBRARY_PATH=%s "
+		 "%s/guard-maps %d 2>&1", dir, dir, (int)getpid());
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(buf, 1, sizeof(buf) - 1, p);
+	buf[n] = '\0';
+	status = pclose(p);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	printf("# as nobody: %s", buf);
 	assert_int_not_equal(status, 0);
-	assert_non_null(strstr(out, "permission denied"));
+	assert_non_null(strstr(buf, "permission denied"));
 }
 
 int main(void)
