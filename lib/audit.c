@@ -33,8 +33,17 @@ static bool seen_program;	/* the first object noted is the program */
 static bool started;		/* la_preinit() has run */
 static size_t npending, cappending;
 
+/*
+ * Never in a secure-execution (setuid, setgid, capabilities) program.
+ * glibc already ignores LD_AUDIT paths there, but loads a module named
+ * without a slash from the system directories if it has the set-user-ID
+ * bit; 0 makes ld.so drop the module even then, before it reads any of
+ * the environment.
+ */
 AUDIT_EXPORT unsigned int la_version(unsigned int version)
 {
+	if (getauxval(AT_SECURE))
+		return 0;
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 

@@ -45,8 +45,9 @@ int lg_elf_loads(const void *phdrs, size_t phnum, size_t page, struct lg_loads *
 		memcpy(&p, &ph[i], sizeof(p));	/* the table need not be aligned */
 		if (p.p_type != PT_LOAD)
 			continue;
+		/* The page-rounded end must not wrap: memsz + page first of all. */
 		if (out->n == LG_ELF_MAX_LOADS || !p.p_memsz || p.p_filesz > p.p_memsz ||
-		    add_overflows(p.p_vaddr, p.p_memsz + page) ||
+		    p.p_memsz > UINT64_MAX - page || add_overflows(p.p_vaddr, p.p_memsz + page) ||
 		    add_overflows(p.p_offset, p.p_filesz) ||
 		    ((p.p_vaddr - p.p_offset) & (page - 1)) ||
 		    (p.p_align > 1 && (p.p_align & (p.p_align - 1))))

@@ -9,7 +9,6 @@
 #include "internal.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,7 +23,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static struct rec *recs;
 static size_t nrecs, caprecs;
-static atomic_size_t live;	/* nrecs, readable without the lock */
+size_t lg_fallback_live;	/* nrecs, for lg_fallback_any() */
 
 static void lock_for_fork(void)
 {
@@ -36,9 +35,16 @@ static void unlock_after_fork(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/* The child also drops what names its parent's mm: the kept pagemap. */
+static void child_after_fork(void)
+{
+	lg_pagemap_after_fork_child();
+	pthread_mutex_unlock(&lock);
+}
+
 static void register_atfork(void)
 {
-	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+	pthread_atfork(lock_for_fork, unlock_after_fork, child_after_fork);
 }
 
 void lg_lock(void)
@@ -50,11 +56,6 @@ void lg_lock(void)
 void lg_unlock(void)
 {
 	pthread_mutex_unlock(&lock);
-}
-
-bool lg_fallback_any(void)
-{
-	return atomic_load_explicit(&live, memory_order_acquire) != 0;
 }
 
 static int reserve(size_t more)
@@ -129,7 +130,7 @@ static void rec_carve(uintptr_t start, uintptr_t end)
 
 static void publish(void)
 {
-	atomic_store_explicit(&live, nrecs, memory_order_release);
+	__atomic_store_n(&lg_fallback_live, nrecs, __ATOMIC_RELEASE);
 }
 
 struct piece {
@@ -261,11 +262,17 @@ int lg_fallback_install(uintptr_t start, uintptr_t end)
 		ret = reserve(todo.n);
 	if (!ret)
 		ret = discard(&all, start, end);
+	/*
+	 * A piece can span VMAs (pieces_add() joins neighbours of one
+	 * protection), and mprotect() changes them in order: one that fails
+	 * with ENOMEM at a split may have protected the VMAs before it, so the
+	 * failed piece is undone with the others. Undoing restores the layout
+	 * from before the call, which never takes more VMAs than it had.
+	 */
 	while (!ret && done < todo.n) {
 		ret = lg_mprotect((void *)todo.v[done].start, todo.v[done].end - todo.v[done].start,
 				  PROT_NONE);
-		if (!ret)
-			done++;
+		done++;
 	}
 	if (ret) {
 		unprotect(&todo, done);
@@ -326,11 +333,11 @@ int lg_fallback_remove(uintptr_t start, uintptr_t end)
 	ret = recorded_pieces(first, last, start, end, &todo);
 	if (!ret)
 		ret = reserve(1);
+	/* As in lg_fallback_install(): the failed piece is undone too. */
 	while (!ret && done < todo.n) {
 		ret = lg_mprotect((void *)todo.v[done].start, todo.v[done].end - todo.v[done].start,
 				  todo.v[done].prot);
-		if (!ret)
-			done++;
+		done++;
 	}
 	if (ret) {
 		while (done--)

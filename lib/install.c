@@ -9,7 +9,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int lg_native_policy(unsigned int flags, bool *native)
+/*
+ * The one-page calls are the hot path: policy, install_one and remove_one
+ * are inlined into the entry points, so that a call costs little more than
+ * its madvise(); batch.c and the wrappers get them through the lg_ names.
+ */
+static inline int policy(unsigned int flags, bool *native)
 {
 	if (flags & ~LG_FLAGS_ALL || (flags & LG_FLAGS_ALL) == LG_FLAGS_ALL)
 		return -EINVAL;
@@ -22,29 +27,37 @@ int lg_native_policy(unsigned int flags, bool *native)
 	return 0;
 }
 
+int lg_native_policy(unsigned int flags, bool *native)
+{
+	return policy(flags, native);
+}
+
 /*
  * madvise() walks the VMAs of the range in order and stops at the first it
  * can't guard, leaving the ones before it guarded; over a hole it guards
- * every mapped part and then fails with ENOMEM. One page lies in one VMA,
- * so it either gets a guard or nothing happens. A longer range is checked
- * for holes first, and the guards it already has are noted, so that a
- * failure can remove exactly the guards this call added. Without guard
- * reporting (upstream 6.13, 6.14) the note is empty and a failed call also
- * removes guards that were there before it, in the part it processed.
+ * every mapped part and then fails with ENOMEM. What it did can't be
+ * worked out afterwards: a page guarded before the call and one guarded
+ * by it look the same, and discarded data is gone. So:
+ *
+ * One page lies in one VMA: it gets a guard or nothing happens, and the
+ * kernel's answer is the whole check. This is the hot path: nothing but
+ * the madvise().
+ *
+ * A longer range costs one PAGEMAP_SCAN first (pagemap.c), on a kept
+ * descriptor: it finds holes (refused before anything is done) and notes
+ * the guards already there, so that a failure removes exactly the guards
+ * this call added. Without guard reporting (upstream 6.13, 6.14) the note
+ * is empty and a failed call also removes guards that were there before
+ * it, in the part it processed.
  */
-static int native_install(uintptr_t start, uintptr_t end)
+static __attribute__((noinline)) int native_install_range(uintptr_t start, uintptr_t end)
 {
 	size_t len = end - start;
 	struct lg_runs before;
 	int ret;
 
-	if (len == lg_page_size())
-		return lg_madvise((void *)start, len, MADV_GUARD_INSTALL);
-	ret = lg_range_mapped((void *)start, len);
-	if (ret)
-		return ret;
 	lg_runs_init(&before);
-	ret = lg_native_guards(start, end, &before);
+	ret = lg_install_snapshot(start, end, &before);
 	if (ret && ret != -EOPNOTSUPP)
 		goto out;
 	ret = lg_madvise((void *)start, len, MADV_GUARD_INSTALL);
@@ -59,10 +72,17 @@ out:
 	return ret;
 }
 
-int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags)
+static inline int native_install(uintptr_t start, uintptr_t end)
+{
+	if (end - start == lg_page_size())
+		return lg_madvise((void *)start, end - start, MADV_GUARD_INSTALL);
+	return native_install_range(start, end);
+}
+
+static inline LG_HOT int install_one(uintptr_t start, uintptr_t end, unsigned int flags)
 {
 	bool native;
-	int ret = lg_native_policy(flags, &native);
+	int ret = policy(flags, &native);
 
 	if (ret)
 		return ret;
@@ -77,8 +97,13 @@ int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags)
 	return lg_fallback_install(start, end);
 }
 
+int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags)
+{
+	return install_one(start, end, flags);
+}
+
 /* Native removal stops at a VMA that can't have guards: go round it. */
-static int native_remove(uintptr_t start, uintptr_t end)
+static LG_HOT int native_remove(uintptr_t start, uintptr_t end)
 {
 	int ret = lg_madvise((void *)start, end - start, MADV_GUARD_REMOVE);
 	uintptr_t at = start;
@@ -108,14 +133,22 @@ static int native_remove(uintptr_t start, uintptr_t end)
 	return ret < 0 ? ret : 0;
 }
 
-int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
+static inline LG_HOT int remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
 {
 	unsigned int caps = lg_caps();
 	bool native;
-	int ret = lg_native_policy(flags, &native);
+	int ret = policy(flags, &native);
 
 	if (ret)
 		return ret;
+	/*
+	 * One page, native guards only: the kernel removes it or, unmapped,
+	 * fails with ENOMEM having done nothing; no check needed first.
+	 */
+	if (end - start == lg_page_size() && !(flags & GUARD_FALLBACK) &&
+	    (caps & GUARD_CAP_NATIVE_MASK) && ((flags & GUARD_NATIVE) || !lg_fallback_any()))
+		return native_remove(start, end);
+	/* Otherwise a hole would be found after some guards were gone. */
 	ret = lg_range_mapped((void *)start, end - start);
 	if (ret)
 		return ret;
@@ -130,20 +163,25 @@ int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
 	return ret;
 }
 
-LG_EXPORT int guard_install(void *addr, size_t len, unsigned int flags)
+int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
 {
-	LG_KEEP_ERRNO;
-	uintptr_t end;
-	int ret = lg_check_range(addr, len, &end);
-
-	return ret ? ret : lg_install_one((uintptr_t)addr, end, flags);
+	return remove_one(start, end, flags);
 }
 
-LG_EXPORT int guard_remove(void *addr, size_t len, unsigned int flags)
+LG_EXPORT LG_HOT int guard_install(void *addr, size_t len, unsigned int flags)
 {
 	LG_KEEP_ERRNO;
 	uintptr_t end;
 	int ret = lg_check_range(addr, len, &end);
 
-	return ret ? ret : lg_remove_one((uintptr_t)addr, end, flags);
+	return ret ? ret : install_one((uintptr_t)addr, end, flags);
+}
+
+LG_EXPORT LG_HOT int guard_remove(void *addr, size_t len, unsigned int flags)
+{
+	LG_KEEP_ERRNO;
+	uintptr_t end;
+	int ret = lg_check_range(addr, len, &end);
+
+	return ret ? ret : remove_one((uintptr_t)addr, end, flags);
 }

@@ -11,11 +11,19 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/types.h>
 
 #include "guard.h"
 
 /* Public entry points: everything else is hidden, see libguard.map. */
 #define LG_EXPORT __attribute__((visibility("default")))
+/*
+ * The one-page guard_install()/guard_remove() path: grouped by the linker
+ * into one page of text (.text.hot), so that the calls touch few pages
+ * after each system call (with PTI, the kernel entry flushes the TLB).
+ */
+#define LG_HOT __attribute__((hot))
 
 /* uapi bits newer than Debian 12's linux-libc-dev (6.1). */
 #ifndef MADV_GUARD_INSTALL
@@ -74,22 +82,53 @@ struct lg_procmap_query {
 
 #define LG_FLAGS_ALL (GUARD_NATIVE | GUARD_FALLBACK)
 
-/* Keep errno as the caller had it, whatever the function does. */
-#define LG_KEEP_ERRNO int lg_saved_errno_ __attribute__((cleanup(lg_restore_errno))) = errno
+/* Keep errno as the caller had it, whatever the function does (unused:
+ * clang does not count the cleanup as a use). */
+#define LG_KEEP_ERRNO \
+	int lg_saved_errno_ __attribute__((cleanup(lg_restore_errno), unused)) = errno
 static inline void lg_restore_errno(int *saved)
 {
 	errno = *saved;
 }
 
+/*
+ * Variables the inline functions below read: hidden, so that they are
+ * reached PC-relative, not through the GOT.
+ */
+#define LG_INTERNAL __attribute__((visibility("hidden")))
+
 /* sys.c: thin wrappers, each returning 0 / a count or -errno. */
-size_t lg_page_size(void);
-int lg_madvise(void *addr, size_t len, int advice);
+extern size_t lg_page_cache LG_INTERNAL;	/* 0 until the first lg_page_size() */
+size_t lg_page_size_slow(void);
+static inline size_t lg_page_size(void)
+{
+	size_t p = __atomic_load_n(&lg_page_cache, __ATOMIC_RELAXED);
+
+	return __builtin_expect(p != 0, 1) ? p : lg_page_size_slow();
+}
+static inline int lg_madvise(void *addr, size_t len, int advice)
+{
+	return madvise(addr, len, advice) ? -errno : 0;
+}
 int lg_mprotect(void *addr, size_t len, int prot);
 int lg_pidfd_self(void);
 long lg_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice);
 int lg_range_mapped(const void *addr, size_t len);
 /* Page-align the arguments of a public call: -EINVAL, or 0 and *end set. */
-int lg_check_range(const void *addr, size_t len, uintptr_t *end);
+static inline int lg_check_range(const void *addr, size_t len, uintptr_t *end)
+{
+	size_t page = lg_page_size();
+	uintptr_t start = (uintptr_t)addr;
+	size_t rounded;
+
+	if (!addr || (start & (page - 1)) || !len)
+		return -EINVAL;
+	rounded = (len + page - 1) & ~(page - 1);
+	if (rounded < len || start + rounded < start)
+		return -EINVAL;
+	*end = start + rounded;
+	return 0;
+}
 
 /* One VMA, as far as the library needs to know it. */
 struct lg_vma {
@@ -110,9 +149,44 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma);
 /* Union of LG_VM_* over the VMAs meeting [start, end): slow, error paths. */
 int lg_vma_kind(uintptr_t start, uintptr_t end);
 
-/* probe.c */
-unsigned int lg_caps(void);
-bool lg_forced_fallback(void);
+/* procmaps.c: one line of /proc/PID/maps, as the kernel prints it. */
+struct lg_maps_line {
+	uintptr_t start, end;
+	unsigned long long offset, inode;
+	unsigned int dev_major, dev_minor;
+	int prot;
+	bool shared;
+	const char *name;	/* inside the line: name_len bytes, "" if none */
+	size_t name_len;
+};
+/* Parse one line (a trailing newline is allowed): 0, or -EIO. */
+int lg_maps_parse(const char *line, struct lg_maps_line *out);
+/* LG_VM_* for the value of an smaps "VmFlags:" line. */
+int lg_vmflags_kind(const char *flags);
+
+/*
+ * probe.c: the answer of guard_probe(), published once with LG_PROBED
+ * and LG_FORCED (LIBGUARD_FORCE_FALLBACK): every call asks, so a load and
+ * a test; lg_probe_slow() probes (once) if nothing is published yet.
+ */
+#define LG_PROBED (1u << 31)
+#define LG_FORCED (1u << 30)
+extern unsigned int lg_probed_word LG_INTERNAL;
+unsigned int lg_probe_slow(void);
+static inline unsigned int lg_probe_word(void)
+{
+	unsigned int w = __atomic_load_n(&lg_probed_word, __ATOMIC_ACQUIRE);
+
+	return __builtin_expect(w & LG_PROBED, LG_PROBED) ? w : lg_probe_slow();
+}
+static inline unsigned int lg_caps(void)
+{
+	return lg_probe_word() & ~(LG_PROBED | LG_FORCED);
+}
+static inline bool lg_forced_fallback(void)
+{
+	return lg_probe_word() & LG_FORCED;
+}
 
 /* query.c: guarded runs of a range, from PAGEMAP_SCAN or pagemap. */
 struct lg_run {
@@ -130,8 +204,50 @@ int lg_runs_add(struct lg_runs *runs, uintptr_t start, uintptr_t end);
 int lg_native_guards(uintptr_t start, uintptr_t end, struct lg_runs *runs);
 /* The same from an open /proc/PID/pagemap, for any process. */
 int lg_pagemap_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs *runs);
+/*
+ * The same from a source of PAGEMAP_SCAN answers or of pagemap entries:
+ * the ioctl or pread() on a pagemap file, or the fuzz target's stand-in.
+ * Each returns what the system call would, or -errno. Runs come out
+ * ascending, disjoint, page-aligned and inside [start, end), or -EIO.
+ */
+typedef long lg_scan_fn(void *ctx, struct lg_pm_scan_arg *arg);
+typedef ssize_t lg_read_fn(void *ctx, void *buf, size_t len, off_t off);
+int lg_scan_runs(lg_scan_fn *scan, void *ctx, uintptr_t start, uintptr_t end,
+		 struct lg_runs *runs);
+int lg_pagemap_runs(lg_read_fn *read_fn, void *ctx, uintptr_t start, uintptr_t end,
+		    struct lg_runs *runs);
+/* OR GUARD_QUERY_NATIVE into vec[] for the pages of runs in [start, end). */
+void lg_runs_vec(const struct lg_runs *runs, uintptr_t start, uintptr_t end, unsigned char *vec);
 /* Can the kernel report native guards (or are there none to report)? */
 bool lg_guards_reportable(void);
+
+/*
+ * pagemap.c: /proc/self/pagemap, opened on first use and kept (a fork()
+ * child opens its own): the descriptor, or -errno. After an error from
+ * it, lg_pagemap_lost() tells whether the number still names our pagemap;
+ * if not, it is forgotten and the caller may try once more.
+ */
+int lg_pagemap_fd(void);
+bool lg_pagemap_lost(int fd);
+void lg_pagemap_after_fork_child(void);
+/*
+ * Before a multi-page native install: 0 when [start, end) is wholly
+ * mapped, with its native guards in *before; -ENOMEM for a hole;
+ * -EOPNOTSUPP when the range is mapped but the kernel can't report
+ * guards; or another -errno. One PAGEMAP_SCAN where the kernel has it.
+ */
+int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before);
+/*
+ * The scan behind it, from any source of PAGEMAP_SCAN answers (the fuzz
+ * targets' too): every page of interest, only the guard bit returned, so
+ * the regions tile the mapped part of the range, guarded or not, and one
+ * call shows both the holes and the guards (into *guards). Checked like
+ * lg_scan_runs(): ascending, page-aligned, inside the part walked, or
+ * -EIO. 1 if some part was not reported (a hole, or a VM_PFNMAP VMA,
+ * which the scan skips), else 0.
+ */
+int lg_scan_layout(lg_scan_fn *scan, void *ctx, uintptr_t start, uintptr_t end,
+		   struct lg_runs *guards);
 
 /* fallback.c: the library's one mutex, safe across fork(). */
 void lg_lock(void);
@@ -142,7 +258,11 @@ int lg_fallback_install(uintptr_t start, uintptr_t end);
 int lg_fallback_remove(uintptr_t start, uintptr_t end);
 /* OR GUARD_QUERY_FALLBACK into vec for recorded pages still PROT_NONE. */
 int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec);
-bool lg_fallback_any(void);
+extern size_t lg_fallback_live LG_INTERNAL;	/* records held, readable without the lock */
+static inline bool lg_fallback_any(void)
+{
+	return __atomic_load_n(&lg_fallback_live, __ATOMIC_ACQUIRE) != 0;
+}
 /* Drop the record of [start, end) after the caller unmapped it. */
 void lg_fallback_forget(uintptr_t start, uintptr_t end);
 

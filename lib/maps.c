@@ -8,7 +8,6 @@
 #include "internal.h"
 
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,31 +75,24 @@ LG_EXPORT int guard_maps_open(pid_t pid, unsigned int flags, struct guard_maps *
 static int read_vma(struct guard_maps *m)
 {
 	struct guard_region *r = &m->vma;
-	unsigned long long off, ino;
-	unsigned int maj, min;
-	char perms[5];
-	int name_at = 0;
+	struct lg_maps_line l;
 	ssize_t len;
 
 	len = getline(&m->line, &m->cap, m->maps);
 	if (len < 0)
 		return ferror(m->maps) ? -EIO : 0;
-	if (len && m->line[len - 1] == '\n')
-		m->line[len - 1] = '\0';
-	if (sscanf(m->line, "%" SCNxPTR "-%" SCNxPTR " %4s %llx %x:%x %llu %n", &r->start,
-		   &r->end, perms, &off, &maj, &min, &ino, &name_at) < 7 || !name_at ||
-	    r->end <= r->start)
+	if (lg_maps_parse(m->line, &l))
 		return -EIO;
-	r->vma_start = r->start;
-	r->vma_end = r->end;
-	r->offset = off;
-	r->inode = ino;
-	r->dev_major = maj;
-	r->dev_minor = min;
-	r->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-		  (perms[2] == 'x' ? PROT_EXEC : 0);
-	r->flags = perms[3] == 's' ? GUARD_REGION_SHARED : 0;
-	r->name = m->line + name_at;
+	m->line[l.name - m->line + l.name_len] = '\0';
+	r->start = r->vma_start = l.start;
+	r->end = r->vma_end = l.end;
+	r->offset = l.offset;
+	r->inode = l.inode;
+	r->dev_major = l.dev_major;
+	r->dev_minor = l.dev_minor;
+	r->prot = l.prot;
+	r->flags = l.shared ? GUARD_REGION_SHARED : 0;
+	r->name = l.name;
 	m->runs.n = 0;
 	m->next_run = 0;
 	m->at = r->start;

@@ -23,8 +23,8 @@
 #endif
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
-static unsigned int probed_caps;
-static bool forced_fallback;
+/* See lg_probe_word(): read inline by every call, hence no pthread_once(). */
+unsigned int lg_probed_word;
 
 /* Map two pages of fd (or anonymous memory for fd < 0), guard the first. */
 static void *guarded_scratch(int fd, int prot, int flags)
@@ -199,23 +199,18 @@ static unsigned int probe_caps(void)
 static void probe_once_fn(void)
 {
 	const char *force = getenv("LIBGUARD_FORCE_FALLBACK");
+	bool forced = force && *force && strcmp(force, "0") != 0;
 	int saved = errno;
 
-	forced_fallback = force && *force && strcmp(force, "0") != 0;
-	probed_caps = probe_caps();
+	__atomic_store_n(&lg_probed_word, probe_caps() | LG_PROBED | (forced ? LG_FORCED : 0),
+			 __ATOMIC_RELEASE);
 	errno = saved;
 }
 
-unsigned int lg_caps(void)
+unsigned int lg_probe_slow(void)
 {
 	pthread_once(&probe_once, probe_once_fn);
-	return probed_caps;
-}
-
-bool lg_forced_fallback(void)
-{
-	pthread_once(&probe_once, probe_once_fn);
-	return forced_fallback;
+	return __atomic_load_n(&lg_probed_word, __ATOMIC_ACQUIRE);
 }
 
 LG_EXPORT unsigned int guard_probe(void)

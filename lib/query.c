@@ -47,8 +47,18 @@ int lg_runs_add(struct lg_runs *runs, uintptr_t start, uintptr_t end)
 	return 0;
 }
 
-static int scan_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs *runs)
+/*
+ * The kernel's answers are checked before they are believed: a region
+ * outside the part just walked, out of order or unaligned, a count above
+ * the vector, a read longer than asked or a walk that does not advance is
+ * -EIO, never a run. Callers (guard_query()'s vector, guard_maps_next()'s
+ * splitting) rely on the runs being ascending, disjoint, page-aligned and
+ * inside [start, end).
+ */
+int lg_scan_runs(lg_scan_fn *scan, void *ctx, uintptr_t start, uintptr_t end,
+		 struct lg_runs *runs)
 {
+	uintptr_t page_mask = lg_page_size() - 1;
 	struct lg_page_region r[32];
 	uintptr_t at = start;
 
@@ -62,24 +72,32 @@ static int scan_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs *r
 			.category_mask = LG_PAGE_IS_GUARD,
 			.return_mask = LG_PAGE_IS_GUARD,
 		};
-		long n = ioctl(fd, LG_PAGEMAP_SCAN, &arg);
+		long n = scan(ctx, &arg);
+		uintptr_t walked;
 
 		if (n < 0)
-			return -errno;
+			return (int)n;
+		if ((unsigned long)n > sizeof(r) / sizeof(r[0]) || arg.walk_end <= at)
+			return -EIO;
+		walked = arg.walk_end < end ? (uintptr_t)arg.walk_end : end;
 		for (long i = 0; i < n; i++) {
-			int ret = lg_runs_add(runs, r[i].start, r[i].end);
+			int ret;
 
+			if (r[i].start < at || r[i].end <= r[i].start || r[i].end > walked ||
+			    ((r[i].start | r[i].end) & page_mask) ||
+			    (runs->n && r[i].start < runs->v[runs->n - 1].end))
+				return -EIO;
+			ret = lg_runs_add(runs, r[i].start, r[i].end);
 			if (ret)
 				return ret;
 		}
-		if (arg.walk_end <= at)
-			return -EIO;
-		at = arg.walk_end;
+		at = walked;
 	}
 	return 0;
 }
 
-static int pagemap_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs *runs)
+int lg_pagemap_runs(lg_read_fn *read_fn, void *ctx, uintptr_t start, uintptr_t end,
+		    struct lg_runs *runs)
 {
 	size_t page = lg_page_size();
 	uint64_t e[512];
@@ -90,10 +108,10 @@ static int pagemap_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs
 
 		if (want > sizeof(e) / sizeof(e[0]))
 			want = sizeof(e) / sizeof(e[0]);
-		got = pread(fd, e, want * sizeof(e[0]), (off_t)(at / page * sizeof(e[0])));
+		got = read_fn(ctx, e, want * sizeof(e[0]), (off_t)(at / page * sizeof(e[0])));
 		if (got < 0)
-			return -errno;
-		if (got < (ssize_t)sizeof(e[0]))
+			return (int)got;
+		if (got < (ssize_t)sizeof(e[0]) || (size_t)got > want * sizeof(e[0]))
 			return -EIO;
 		for (ssize_t i = 0; i < got / (ssize_t)sizeof(e[0]); i++, at += page) {
 			int ret = 0;
@@ -105,6 +123,33 @@ static int pagemap_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs
 		}
 	}
 	return 0;
+}
+
+void lg_runs_vec(const struct lg_runs *runs, uintptr_t start, uintptr_t end, unsigned char *vec)
+{
+	size_t page = lg_page_size();
+
+	for (size_t i = 0; i < runs->n; i++) {
+		uintptr_t s = runs->v[i].start > start ? runs->v[i].start : start;
+		uintptr_t e = runs->v[i].end < end ? runs->v[i].end : end;
+
+		for (uintptr_t p = s; p < e; p += page)
+			vec[(p - start) / page] |= GUARD_QUERY_NATIVE;
+	}
+}
+
+static long scan_ioctl(void *ctx, struct lg_pm_scan_arg *arg)
+{
+	long n = ioctl(*(int *)ctx, LG_PAGEMAP_SCAN, arg);
+
+	return n < 0 ? -errno : n;
+}
+
+static ssize_t pagemap_pread(void *ctx, void *buf, size_t len, off_t off)
+{
+	ssize_t got = pread(*(int *)ctx, buf, len, off);
+
+	return got < 0 ? -errno : got;
 }
 
 bool lg_guards_reportable(void)
@@ -120,9 +165,9 @@ int lg_pagemap_guards(int fd, uintptr_t start, uintptr_t end, struct lg_runs *ru
 	unsigned int caps = lg_caps();
 
 	if (caps & GUARD_CAP_PAGEMAP_SCAN)
-		return scan_guards(fd, start, end, runs);
+		return lg_scan_runs(scan_ioctl, &fd, start, end, runs);
 	if (caps & GUARD_CAP_PAGEMAP)
-		return pagemap_guards(fd, start, end, runs);
+		return lg_pagemap_runs(pagemap_pread, &fd, start, end, runs);
 	return -EOPNOTSUPP;
 }
 
@@ -133,7 +178,21 @@ int lg_native_guards(uintptr_t start, uintptr_t end, struct lg_runs *runs)
 
 	if (!(caps & (GUARD_CAP_PAGEMAP_SCAN | GUARD_CAP_PAGEMAP)))
 		return -EOPNOTSUPP;
-	/* Opened per call: a descriptor kept across fork() reads the parent. */
+	/*
+	 * PAGEMAP_SCAN through the kept descriptor (pagemap.c): on a number
+	 * that names another file now the ioctl fails, and is retried once on
+	 * a fresh one. pread() would succeed on any file, with garbage: for
+	 * bit 58 the file is opened per call.
+	 */
+	for (int tries = 0; caps & GUARD_CAP_PAGEMAP_SCAN; tries++) {
+		fd = lg_pagemap_fd();
+		if (fd < 0)
+			return fd;
+		runs->n = 0;
+		ret = lg_pagemap_guards(fd, start, end, runs);
+		if (ret >= 0 || tries || !lg_pagemap_lost(fd))
+			return ret;
+	}
 	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -162,10 +221,8 @@ LG_EXPORT int guard_query(const void *addr, size_t len, unsigned char *vec)
 
 		lg_runs_init(&runs);
 		ret = lg_native_guards(start, end, &runs);
-		for (size_t i = 0; !ret && i < runs.n; i++)
-			for (uintptr_t p = runs.v[i].start; p < runs.v[i].end; p += page)
-				if (p >= start && p < end)
-					vec[(p - start) / page] |= GUARD_QUERY_NATIVE;
+		if (!ret)
+			lg_runs_vec(&runs, start, end, vec);
 		lg_runs_free(&runs);
 		if (ret)
 			return ret;

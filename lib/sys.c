@@ -7,7 +7,6 @@
 #include "internal.h"
 
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,21 +22,14 @@
 #define __NR_process_madvise 440
 #endif
 
-size_t lg_page_size(void)
-{
-	static atomic_size_t page;
-	size_t p = atomic_load_explicit(&page, memory_order_relaxed);
+size_t lg_page_cache;
 
-	if (!p) {
-		p = (size_t)sysconf(_SC_PAGESIZE);
-		atomic_store_explicit(&page, p, memory_order_relaxed);
-	}
+size_t lg_page_size_slow(void)
+{
+	size_t p = (size_t)sysconf(_SC_PAGESIZE);
+
+	__atomic_store_n(&lg_page_cache, p, __ATOMIC_RELAXED);
 	return p;
-}
-
-int lg_madvise(void *addr, size_t len, int advice)
-{
-	return madvise(addr, len, advice) ? -errno : 0;
 }
 
 int lg_mprotect(void *addr, size_t len, int prot)
@@ -65,20 +57,6 @@ int lg_range_mapped(const void *addr, size_t len)
 	return msync((void *)addr, len, MS_ASYNC) ? -errno : 0;
 }
 
-int lg_check_range(const void *addr, size_t len, uintptr_t *end)
-{
-	size_t page = lg_page_size();
-	uintptr_t start = (uintptr_t)addr;
-	size_t rounded;
-
-	if (!addr || (start & (page - 1)) || !len)
-		return -EINVAL;
-	rounded = (len + page - 1) & ~(page - 1);
-	if (rounded < len || start + rounded < start)
-		return -EINVAL;
-	*end = start + rounded;
-	return 0;
-}
 
 int lg_vma_open(void)
 {
@@ -89,40 +67,30 @@ int lg_vma_open(void)
 
 static atomic_bool no_procmap_query;
 
-static int prot_from_perms(const char *perms)
-{
-	return (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-	       (perms[2] == 'x' ? PROT_EXEC : 0);
-}
-
 /* Kernels before 6.11: the same answer from the text of the maps file. */
 static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
-	char *line = NULL, perms[5];
+	char *line = NULL;
 	size_t cap = 0;
 	int found = 0;
 
 	if (!f)
 		return -errno;
 	while (getline(&line, &cap, f) > 0) {
-		uintptr_t s, e;
+		struct lg_maps_line l;
 
-		unsigned long long off, ino;
-		unsigned int maj, min;
-
-		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s %llx %x:%x %llu", &s, &e, perms, &off,
-			   &maj, &min, &ino) != 7)
+		if (lg_maps_parse(line, &l))
 			continue;
-		if (e > addr) {
-			vma->start = s;
-			vma->end = e;
-			vma->prot = prot_from_perms(perms);
-			vma->shared = perms[3] == 's';
-			vma->pgoff = off;
-			vma->inode = ino;
-			vma->dev_major = maj;
-			vma->dev_minor = min;
+		if (l.end > addr) {
+			vma->start = l.start;
+			vma->end = l.end;
+			vma->prot = l.prot;
+			vma->shared = l.shared;
+			vma->pgoff = l.offset;
+			vma->inode = l.inode;
+			vma->dev_major = l.dev_major;
+			vma->dev_minor = l.dev_minor;
 			found = 1;
 			break;
 		}
@@ -180,29 +148,6 @@ int lg_vma_count(uintptr_t start, uintptr_t end)
 	return ret < 0 ? ret : n;
 }
 
-static int vmflags_kind(const char *flags)
-{
-	static const struct {
-		char name[3];
-		int kind;
-	} map[] = {
-		{ "io", LG_VM_SPECIAL }, { "pf", LG_VM_SPECIAL }, { "mm", LG_VM_SPECIAL },
-		{ "de", LG_VM_SPECIAL }, { "lo", LG_VM_LOCKED },  { "ht", LG_VM_HUGETLB },
-	};
-	int kind = 0;
-
-	for (const char *p = flags; *p; p++) {
-		if (p[0] == ' ' || p[0] == '\n' || !p[1])
-			continue;
-		for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-			if (p[0] == map[i].name[0] && p[1] == map[i].name[1] &&
-			    (p[2] == ' ' || p[2] == '\n' || !p[2]))
-				kind |= map[i].kind;
-		p++;
-	}
-	return kind;
-}
-
 int lg_vma_kind(uintptr_t start, uintptr_t end)
 {
 	FILE *f = fopen("/proc/self/smaps", "re");
@@ -214,13 +159,12 @@ int lg_vma_kind(uintptr_t start, uintptr_t end)
 	if (!f)
 		return -errno;
 	while (getline(&line, &cap, f) > 0) {
-		uintptr_t s, e;
-		char sp;
+		struct lg_maps_line l;
 
-		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR "%c", &s, &e, &sp) == 3 && sp == ' ')
-			inside = s < end && e > start;
+		if (!lg_maps_parse(line, &l))
+			inside = l.start < end && l.end > start;
 		else if (inside && !strncmp(line, "VmFlags:", 8))
-			kind |= vmflags_kind(line + 8);
+			kind |= lg_vmflags_kind(line + 8);
 	}
 	free(line);
 	fclose(f);

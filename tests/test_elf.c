@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -230,6 +231,100 @@ static void holes_become_guards(void **state)
 	free(after);
 }
 
+struct last_load {
+	const char *path;
+	uintptr_t end;		/* bias + p_vaddr + p_memsz of the last PT_LOAD */
+	uintptr_t align;	/* its p_align */
+};
+
+static int find_last_load(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct last_load *ll = arg;
+
+	(void)size;
+	if (!info->dlpi_name || strcmp(info->dlpi_name, ll->path))
+		return 0;
+	for (size_t i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+			ll->end = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr +
+				  info->dlpi_phdr[i].p_memsz;
+			ll->align = info->dlpi_phdr[i].p_align;
+		}
+	return 1;
+}
+
+/* What the VMA at addr is, for the log: "unmapped" or its maps line. */
+static const char *vma_at(uintptr_t addr, char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	snprintf(buf, size, "unmapped");
+	assert_non_null(f);
+	while (fgets(buf, (int)size, f)) {
+		uintptr_t s, e;
+
+		if (sscanf(buf, "%" SCNxPTR "-%" SCNxPTR, &s, &e) == 2 && addr >= s && addr < e) {
+			buf[strcspn(buf, "\n")] = '\0';
+			fclose(f);
+			return buf;
+		}
+	}
+	fclose(f);
+	snprintf(buf, size, "unmapped");
+	return buf;
+}
+
+/*
+ * After the last segment: is there slack to guard? ld.so maps the object
+ * up to the page holding its last byte (the bytes after p_memsz in that
+ * page are part of it, accessible on any layout, and no guard can be
+ * smaller than a page), and when it aligned the load address to p_align
+ * it unmapped the rest of what it reserved: no PROT_NONE tail, nothing to
+ * guard. This asserts that layout, and that guard_elf_segments() leaves
+ * it so: the object's mapping ends where the last segment's page ends, no
+ * page up to the p_align boundary is the object's, and every one of them
+ * is exactly as accessible after the call as before.
+ */
+static void no_reserved_tail(void **state)
+{
+	void *h = dlopen(lib_path(), RTLD_NOW);
+	struct last_load ll = { .path = lib_path() };
+	unsigned char before[16], after[16];
+	uintptr_t page_end, align_end;
+	struct layout l0, l1;
+	char line[512];
+	size_t n;
+
+	(void)state;
+	assert_non_null(h);
+	dl_iterate_phdr(find_last_load, &ll);
+	assert_true(ll.end != 0);
+	layout_of(lib_path(), &l0);
+	page_end = (ll.end + pg - 1) & ~(uintptr_t)(pg - 1);
+	align_end = ll.align > pg ? (ll.end + ll.align - 1) & ~(uintptr_t)(ll.align - 1) : page_end;
+	printf("# last segment ends at +%#" PRIxPTR ", its page at +%#" PRIxPTR
+	       ", p_align boundary +%#" PRIxPTR "; the object's last VMA ends at +%#" PRIxPTR "\n",
+	       ll.end - l0.lo, page_end - l0.lo, align_end - l0.lo, l0.hi - l0.lo);
+	printf("# after it: %s\n", vma_at(page_end, line, sizeof(line)));
+	assert_true(page_end == l0.hi);
+	n = (align_end - page_end) / pg;
+	if (n > sizeof(before))
+		n = sizeof(before);
+	/* not the loader's: unmapped, or someone else's mapping */
+	for (size_t i = 0; i < n; i++)
+		assert_null(strstr(vma_at(page_end + i * pg, line, sizeof(line)), lib_path()));
+	if (n)
+		assert_int_equal(probe_pages((void *)page_end, n, before), 0);
+	guard_elf_segments(dlsym(h, "lib64k_fn"), 0);
+	layout_of(lib_path(), &l1);
+	assert_true(l1.hi == l0.hi);
+	if (n) {
+		assert_int_equal(probe_pages((void *)page_end, n, after), 0);
+		assert_memory_equal(before, after, n);
+	}
+	dlclose(h);
+}
+
 /* Every loaded object: Debian's own are linked for 4 KiB pages. */
 static void all_objects(void **state)
 {
@@ -262,6 +357,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(no_accessible_instant),
 		cmocka_unit_test(holes_become_guards),
+		cmocka_unit_test(no_reserved_tail),
 		cmocka_unit_test(all_objects),
 		cmocka_unit_test(errors),
 	};

@@ -74,6 +74,8 @@ static void check_sane(const struct lg_loads *l)
 	assert_true(l->n >= 1 && l->n <= LG_ELF_MAX_LOADS);
 	for (size_t i = 0; i < l->n; i++) {
 		assert_true(l->v[i].filesz <= l->v[i].memsz);
+		/* the page-rounded end is representable */
+		assert_true(l->v[i].vaddr + l->v[i].memsz + page - 1 > l->v[i].vaddr);
 		if (i)
 			assert_true(l->v[i].vaddr >= l->v[i - 1].vaddr + l->v[i - 1].memsz);
 	}
@@ -225,6 +227,38 @@ static void plausible_tables(void **state)
 	assert_true(accepted > 0);
 }
 
+/*
+ * Found by tests/fuzz/fuzz_elf_phdr (corpus: crash-memsz-wraps-rounding):
+ * p_memsz near 2^64 made p_memsz + page wrap before the overflow check, so
+ * the segment was accepted and its page-rounded end, and the holes after
+ * it, wrapped around the address space.
+ */
+static void wrapping_segment_end(void **state)
+{
+	static const uint64_t memsz[] = { UINT64_MAX, UINT64_MAX - 4095, UINT64_MAX - 65535 };
+	Elf64_Phdr ph[2];
+	struct lg_loads l;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(memsz) / sizeof(memsz[0]); i++) {
+		memset(ph, 0, sizeof(ph));
+		ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_vaddr = 0xa0000000, .p_memsz = memsz[i],
+				      .p_filesz = 0x1000, .p_align = 0x1000 };
+		ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD };
+		assert_int_equal(lg_elf_loads(at_edge(ph, sizeof(ph[0])), 1, page, &l), -ENOEXEC);
+		/* from the start of the address space too, where memsz + page wraps */
+		ph[0].p_vaddr = 0;
+		if (memsz[i] > UINT64_MAX - page)
+			assert_int_equal(lg_elf_loads(at_edge(ph, sizeof(ph[0])), 1, page, &l),
+					 -ENOEXEC);
+	}
+	/* the largest segment whose rounded end still fits is accepted */
+	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_vaddr = 0, .p_memsz = UINT64_MAX - page,
+			      .p_align = 0x1000 };
+	assert_int_equal(lg_elf_loads(at_edge(ph, sizeof(ph[0])), 1, page, &l), 0);
+	check_sane(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +266,7 @@ int main(void)
 		cmocka_unit_test(mutated_headers),
 		cmocka_unit_test(random_headers),
 		cmocka_unit_test(plausible_tables),
+		cmocka_unit_test(wrapping_segment_end),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

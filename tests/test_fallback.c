@@ -6,6 +6,7 @@
  * the native semantics, and threads share the record safely.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -152,6 +153,173 @@ static void stale_record_harmless(void **state)
 	munmap(again, 2 * pg);
 }
 
+/*
+ * The process's VMA count as the kernel counts it against the limit
+ * (mm->map_count): the lines of /proc/self/maps, without malloc(), less
+ * [vsyscall], which is shown there but is no VMA of the process.
+ */
+static long vma_count(void)
+{
+	static char buf[1 << 16];
+	static const char vsyscall[] = "[vsyscall]";
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	size_t matched = 0;
+	long n = 0;
+	ssize_t got;
+
+	if (fd < 0)
+		return -1;
+	while ((got = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < got; i++) {
+			n += buf[i] == '\n';
+			matched = buf[i] == vsyscall[matched] ? matched + 1 : buf[i] == '[';
+			if (matched == sizeof(vsyscall) - 1) {
+				n--;
+				matched = 0;
+			}
+		}
+	close(fd);
+	return n;
+}
+
+/*
+ * Spend VMAs until the process has target of them: every other page of a
+ * big mapping read-only (two VMAs each), and a memfd page for an odd one.
+ * 0 and the filler in *fill (unmap fill_pages of it), or -1.
+ */
+static int fill_to(long target, int memfd, char **fill, size_t *fill_pages)
+{
+	long now = vma_count();
+	size_t k = 0;
+
+	*fill_pages = 2 * (size_t)(target > now ? target - now : 0) + 4;
+	*fill = mmap(NULL, *fill_pages * pg, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (*fill == MAP_FAILED)
+		return -1;
+	now++;
+	if ((target - now) % 2) {
+		/* one more VMA, of a file, to make the difference even */
+		if (mmap(*fill + (*fill_pages - 1) * pg, pg, PROT_READ, MAP_SHARED | MAP_FIXED, memfd,
+			 0) == MAP_FAILED)
+			return -1;
+		now++;
+	}
+	for (; now < target; now += 2, k++)
+		if (mprotect(*fill + (2 * k + 1) * pg, pg, PROT_READ))
+			return -1;
+	now = vma_count();
+	printf("# %ld VMAs (want %ld)\n", now, target);
+	return now == target ? 0 : -1;
+}
+
+/*
+ * In the child: A (anonymous, read-write, 4 pages), B (a memfd, read-only,
+ * 1 page, which merges with nothing) and C (anonymous, read-only, 4
+ * pages) side by side, and the process one VMA below vm.max_map_count.
+ *
+ * Install, by the fallback, over A's last two pages, B and C's first two:
+ * protecting A's tail splits A and takes the last VMA the limit allows; B
+ * and C's head are one piece (both read-only), and mprotect() over it
+ * protects B, then fails with ENOMEM at the split of C. The call must say
+ * -ENOMEM and give A's tail and B their protection back, and record
+ * nothing, so that the same install works once VMAs are free again.
+ *
+ * Then removal, at the limit, of B and C's first page: again one piece,
+ * B is restored, C's split fails. The call must say -ENOMEM with both
+ * pages still guarded and recorded, and a later removal restore them.
+ *
+ * Exit status: 0, 77 (skip), or the number of the check that failed.
+ */
+static int enomem_midway_child(void)
+{
+	static const int want[5] = { PROT_READ | PROT_WRITE, PROT_READ | PROT_WRITE, PROT_READ,
+				     PROT_READ, PROT_READ };
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+	size_t fill_pages;
+	char *base, *fill, *range;
+	long limit = 0;
+	int memfd, ret;
+
+	if (!f || fscanf(f, "%ld", &limit) != 1 || limit < 1000 || limit > 262144) {
+		printf("# vm.max_map_count %ld: not a limit this test can reach quickly\n", limit);
+		return 77;
+	}
+	fclose(f);
+	base = mmap(NULL, 9 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memfd = memfd_create("enomem-midway", MFD_CLOEXEC);
+	if (base == MAP_FAILED || memfd < 0 || ftruncate(memfd, (off_t)pg) ||
+	    mmap(base, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+		 0) != base ||
+	    mmap(base + 4 * pg, pg, PROT_READ, MAP_SHARED | MAP_FIXED, memfd, 0) != base + 4 * pg ||
+	    mmap(base + 5 * pg, 4 * pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
+		    base + 5 * pg)
+		return 1;
+	range = base + 2 * pg;
+
+	if (fill_to(limit - 1, memfd, &fill, &fill_pages))
+		return 2;
+	ret = guard_install(range, 5 * pg, GUARD_FALLBACK);
+	printf("# fallback install over A|B|C at the limit: %d (want %d)\n", ret, -ENOMEM);
+	if (ret != -ENOMEM)
+		return 3;
+	for (int i = 0; i < 5; i++)
+		if (page_prot(range + i * pg) != want[i]) {
+			printf("# page %d: prot %d, want %d\n", i, page_prot(range + i * pg), want[i]);
+			return 4;
+		}
+	if (vma_count() != limit - 1 || strcmp(query_str(range, 5 * pg), "00000"))
+		return 5;
+	munmap(fill, fill_pages * pg);
+	if (guard_install(range, 5 * pg, GUARD_FALLBACK) ||
+	    strcmp(query_str(range, 5 * pg), "22222"))
+		return 6;
+
+	if (fill_to(limit, memfd, &fill, &fill_pages))
+		return 7;
+	ret = guard_remove(range + 2 * pg, 2 * pg, 0);
+	printf("# removal of B|C's head at the limit: %d (want %d)\n", ret, -ENOMEM);
+	if (ret != -ENOMEM)
+		return 8;
+	if (page_prot(range + 2 * pg) != PROT_NONE || page_prot(range + 3 * pg) != PROT_NONE ||
+	    strcmp(query_str(range, 5 * pg), "22222"))
+		return 9;
+	munmap(fill, fill_pages * pg);
+	if (guard_remove(range, 5 * pg, 0))
+		return 10;
+	for (int i = 0; i < 5; i++)
+		if (page_prot(range + i * pg) != want[i])
+			return 11;
+	return strcmp(query_str(range, 5 * pg), "00000") ? 12 : 0;
+}
+
+/*
+ * mprotect() running out of VMAs midway through a fallback install, with
+ * the system's own vm.max_map_count (the sysctl is global, so it is not
+ * lowered): the VMAs are spent instead, in a child that then exits.
+ */
+static void enomem_midway(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	fflush(stdout);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int ret = enomem_midway_child();
+
+		fflush(stdout);
+		_exit(ret);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* Many threads, one record: disjoint ranges, neighbours in use. */
 static void threads_share_record(void **state)
 {
@@ -167,6 +335,7 @@ int main(void)
 		cmocka_unit_test(contents_like_native),
 		cmocka_unit_test(record_survives_fork),
 		cmocka_unit_test(stale_record_harmless),
+		cmocka_unit_test(enomem_midway),
 		cmocka_unit_test(threads_share_record),
 	};
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -216,6 +217,17 @@ static void pfnmap_mapping(void **state)
 	assert_int_equal(page_prot(vvar), PROT_READ);
 	assert_int_equal(guard_remove(vvar, pg, 0), 0);
 	assert_int_equal(page_prot(vvar), PROT_READ);
+	/*
+	 * The whole of it: PAGEMAP_SCAN skips VM_PFNMAP VMAs, so the
+	 * multi-page path sees what looks like a hole; it must still say
+	 * -EINVAL, not -ENOMEM.
+	 */
+	if (len > pg) {
+		assert_int_equal(guard_install(vvar, len, 0), -EINVAL);
+		assert_int_equal(guard_install(vvar, len, GUARD_FALLBACK), -EINVAL);
+		assert_int_equal(guard_install(vvar, len, GUARD_NATIVE), -EOPNOTSUPP);
+		assert_int_equal(page_prot(vvar + len - pg), PROT_READ);
+	}
 }
 
 /* mlocked memory: the kernel refuses native guards, the fallback takes it. */
@@ -281,6 +293,190 @@ static void rollback_midway(void **state)
 	tmap_free(&m);
 }
 
+/*
+ * A hole anywhere in a multi-page range (inside, at the start, past the
+ * end) is refused before anything is done: not one page guarded, a guard
+ * that was there stays, and the data of the mapped pages is still there,
+ * which it would not be had the kernel guarded them and the library taken
+ * the guards away again.
+ */
+static void hole_refused_first(void **state)
+{
+	static const struct {
+		size_t off, len;	/* in pages, from the mapping's start */
+	} ranges[] = { { 0, 6 }, { 4, 4 }, { 0, 8 } };
+	unsigned int modes[] = { 0, GUARD_FALLBACK };
+	struct tmap m;
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		for (size_t r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++) {
+			char *hole;
+
+			/* pages 3, 6 and 7 unmapped: [1] and [2] also run past the end */
+			tmap_new(T_ANON, 8, &m);
+			hole = m.addr + 3 * pg;
+			assert_int_equal(munmap(hole, pg), 0);
+			assert_int_equal(munmap(m.addr + 6 * pg, 2 * pg), 0);
+			assert_int_equal(guard_install(m.addr + pg, pg, modes[i]), 0);
+			if (ranges[r].off == 4)
+				assert_int_equal(guard_install(m.addr + 5 * pg, pg, modes[i]), 0);
+			assert_int_equal(guard_install(m.addr + ranges[r].off * pg,
+						       ranges[r].len * pg, modes[i]), -ENOMEM);
+			printf("# hole in pages %zu..%zu, flags %#x: %s", ranges[r].off,
+			       ranges[r].off + ranges[r].len, modes[i], query_str(m.addr, 3 * pg));
+			printf(" %s\n", query_str(m.addr + 4 * pg, 2 * pg));
+			assert_string_equal(query_str(m.addr, 3 * pg),
+					    modes[i] || !want_native(T_ANON) ? "020" : "010");
+			assert_string_equal(query_str(m.addr + 4 * pg, 2 * pg),
+					    ranges[r].off != 4 ? "00"
+					    : modes[i] || !want_native(T_ANON) ? "02" : "01");
+			assert_int_equal(m.addr[0], 0x5a);
+			assert_int_equal(m.addr[2 * pg], 0x5a);
+			assert_int_equal(m.addr[3 * pg - 1], 0x5a);
+			assert_int_equal(m.addr[4 * pg], 0x5a);
+			/* one unmapped page: the kernel's answer, nothing done */
+			assert_int_equal(guard_remove(hole, pg, modes[i]), -ENOMEM);
+			assert_int_equal(guard_remove(hole, pg, 0), -ENOMEM);
+			assert_int_equal(guard_remove(m.addr, 3 * pg, 0), 0);
+			assert_int_equal(guard_remove(m.addr + 4 * pg, 2 * pg, 0), 0);
+			munmap(m.addr, 6 * pg);
+		}
+	}
+}
+
+/*
+ * plain (3 pages) then mlocked (3 pages), a guard on page `prior`, then an
+ * install of all six with GUARD_NATIVE: the kernel guards the plain VMA,
+ * refuses the mlocked one, and the library must take back exactly what it
+ * added. 0 and the state in *out, or why not (a skip).
+ */
+static const char *midway_failure(char *addr, int prior, char *out)
+{
+	if (mlock(addr + 3 * pg, 3 * pg))
+		return "mlock failed";
+	if (prior >= 0 && guard_install(addr + prior * pg, pg, GUARD_NATIVE))
+		return "no native guard";
+	if (guard_install(addr, 6 * pg, GUARD_NATIVE) != -EOPNOTSUPP)
+		return "the install did not fail with -EOPNOTSUPP";
+	strcpy(out, query_str(addr, 6 * pg));
+	munlock(addr + 3 * pg, 3 * pg);
+	guard_remove(addr, 6 * pg, 0);
+	return NULL;
+}
+
+static bool midway_testable(void)
+{
+	if (!want_native(T_ANON) || !query_reports()) {
+		printf("# needs native anonymous guards the kernel reports\n");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The kept /proc/self/pagemap names the mm it was opened in: a child of
+ * fork() must use its own. The parent has a guard on page 1, the child
+ * moves it to page 2 before its failing install: rolled back with the
+ * child's own snapshot the child ends with "001000"; with the parent's it
+ * would put the guard on page 1 back ("011000" or "010000").
+ */
+static void kept_pagemap_after_fork(void **state)
+{
+	struct tmap m;
+	char out[8];
+	int status;
+	pid_t pid;
+
+	(void)state;
+	if (!midway_testable())
+		skip();
+	tmap_new(T_ANON, 6, &m);
+	/* a multi-page install: the library opens and keeps its descriptor */
+	assert_int_equal(guard_install(m.addr, 2 * pg, 0), 0);
+	assert_int_equal(guard_remove(m.addr, 6 * pg, 0), 0);
+	assert_int_equal(guard_install(m.addr + pg, pg, 0), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		const char *why;
+
+		if (guard_remove(m.addr + pg, pg, 0) || strcmp(query_str(m.addr, 6 * pg), "000000"))
+			_exit(2);
+		why = midway_failure(m.addr, 2, out);
+		if (why) {
+			printf("# child: %s\n", why);
+			_exit(77);
+		}
+		printf("# child after its failed install: %s (want 001000)\n", out);
+		_exit(strcmp(out, "001000") ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* and the parent's descriptor still reads the parent */
+	assert_string_equal(query_str(m.addr, 6 * pg), "010000");
+	assert_null(midway_failure(m.addr, -1, out));
+	assert_string_equal(out, "010000");
+	tmap_free(&m);
+}
+
+/* The number of the library's kept pagemap descriptor, or -1. */
+static int kept_pagemap_fd(void)
+{
+	char want[64], link[64], path[64];
+
+	snprintf(want, sizeof(want), "/proc/%d/pagemap", (int)getpid());
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (!strcmp(link, want))
+			return fd;
+	}
+	return -1;
+}
+
+/*
+ * A program that closes descriptors it does not own (closefrom() in a
+ * daemon) can leave the library's number naming another file. Here a
+ * memfd takes its place: the next snapshot must notice, open pagemap
+ * again, and roll back exactly as before.
+ */
+static void kept_pagemap_replaced(void **state)
+{
+	struct tmap m;
+	char out[8];
+	int fd, other;
+
+	(void)state;
+	if (!midway_testable() || !(want_caps(NULL) & GUARD_CAP_PAGEMAP_SCAN))
+		skip();
+	tmap_new(T_ANON, 6, &m);
+	assert_int_equal(guard_install(m.addr, 2 * pg, 0), 0);
+	assert_int_equal(guard_remove(m.addr, 2 * pg, 0), 0);
+	fd = kept_pagemap_fd();
+	printf("# the library's pagemap descriptor: %d\n", fd);
+	assert_true(fd >= 0);
+	other = memfd_create("not-pagemap", MFD_CLOEXEC);
+	assert_true(other >= 0);
+	assert_int_equal(dup2(other, fd), fd);
+	assert_null(midway_failure(m.addr, 1, out));
+	printf("# after the descriptor was replaced: %s (want 010000)\n", out);
+	assert_string_equal(out, "010000");
+	assert_true(kept_pagemap_fd() >= 0);
+	assert_string_equal(query_str(m.addr, 6 * pg), "000000");
+	close(fd);
+	close(other);
+	tmap_free(&m);
+}
+
 /* errno is the caller's, after success and after failure. */
 static void errno_preserved(void **state)
 {
@@ -331,6 +527,9 @@ int main(void)
 		cmocka_unit_test(pfnmap_mapping),
 		cmocka_unit_test(mlocked_falls_back),
 		cmocka_unit_test(rollback_midway),
+		cmocka_unit_test(hole_refused_first),
+		cmocka_unit_test(kept_pagemap_after_fork),
+		cmocka_unit_test(kept_pagemap_replaced),
 		cmocka_unit_test(errno_preserved),
 		cmocka_unit_test(threads_disjoint),
 	};

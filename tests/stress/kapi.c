@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "kapi.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+size_t kapi_page;
+
+void kapi_init(void)
+{
+	kapi_page = (size_t)sysconf(_SC_PAGESIZE);
+}
+
+int kapi_pagemap(int fd, uintptr_t addr, size_t n, uint64_t *e)
+{
+	size_t want = n * sizeof(*e), got = 0;
+
+	while (got < want) {
+		ssize_t r = pread(fd, (char *)e + got, want - got,
+				  (off_t)(addr / kapi_page * sizeof(*e) + got));
+
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int kapi_scan_guards(int fd, uintptr_t start, uintptr_t end, unsigned char *guard)
+{
+	struct kapi_page_region r[64];
+	uintptr_t at = start;
+
+	while (at < end) {
+		struct kapi_pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.start = at,
+			.end = end,
+			.vec = (uintptr_t)r,
+			.vec_len = sizeof(r) / sizeof(r[0]),
+			.category_mask = PAGE_IS_GUARD_CAT,
+			.return_mask = PAGE_IS_GUARD_CAT,
+		};
+		long n = ioctl(fd, KAPI_PAGEMAP_SCAN, &arg);
+
+		if (n < 0)
+			return -errno;
+		for (long i = 0; i < n; i++) {
+			if (r[i].start < start || r[i].end > end || r[i].start >= r[i].end ||
+			    !(r[i].categories & PAGE_IS_GUARD_CAT))
+				return -EPROTO;
+			for (uintptr_t a = r[i].start; a < r[i].end; a += kapi_page)
+				guard[(a - start) / kapi_page] = 1;
+		}
+		/* A full vector stops the walk early; walk_end says where. */
+		if (arg.walk_end <= at || arg.walk_end > end)
+			return -EPROTO;
+		at = arg.walk_end;
+	}
+	return 0;
+}
+
+static char maps_buf[1 << 20];
+
+/* The whole of /proc/self/maps in maps_buf, NUL-terminated; length or -errno. */
+static ssize_t read_maps(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r = read(fd, maps_buf + len, sizeof(maps_buf) - 1 - len);
+
+		if (r < 0) {
+			int err = errno;
+
+			close(fd);
+			return -err;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len == sizeof(maps_buf) - 1) {
+			close(fd);
+			return -E2BIG;
+		}
+	}
+	close(fd);
+	maps_buf[len] = '\0';
+	return (ssize_t)len;
+}
+
+int kapi_vma_count(void)
+{
+	ssize_t len = read_maps();
+	int n = 0;
+
+	if (len < 0)
+		return (int)len;
+	for (ssize_t i = 0; i < len; i++)
+		n += maps_buf[i] == '\n';
+	return n;
+}
+
+int kapi_vma_of(uintptr_t addr, uintptr_t *start, uintptr_t *end)
+{
+	ssize_t len = read_maps();
+	char *line = maps_buf;
+
+	if (len < 0)
+		return (int)len;
+	while (*line) {
+		char *nl = strchr(line, '\n');
+		uintptr_t s, e;
+
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &s, &e) == 2 && s <= addr && addr < e) {
+			*start = s;
+			*end = e;
+			return 0;
+		}
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	return -ENOENT;
+}
+
+void kapi_dump_maps(int fd, uintptr_t start, uintptr_t end)
+{
+	ssize_t len = read_maps();
+	char *line = maps_buf;
+
+	if (len < 0) {
+		dprintf(fd, "  (cannot read /proc/self/maps: %s)\n", strerror((int)-len));
+		return;
+	}
+	while (*line) {
+		char *nl = strchr(line, '\n');
+		uintptr_t s, e;
+
+		if (nl)
+			*nl = '\0';
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &s, &e) == 2 && s < end && e > start)
+			dprintf(fd, "  %s\n", line);
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+}
+
+const char *kapi_errname(int err)
+{
+	static const struct {
+		int e;
+		const char *n;
+	} names[] = {
+		{ 0, "0" }, { EINVAL, "EINVAL" }, { ENOMEM, "ENOMEM" }, { EFAULT, "EFAULT" },
+		{ EACCES, "EACCES" }, { EPERM, "EPERM" }, { EAGAIN, "EAGAIN" },
+		{ EOPNOTSUPP, "EOPNOTSUPP" }, { EBUSY, "EBUSY" }, { ENOTTY, "ENOTTY" },
+		{ EIO, "EIO" }, { EBADF, "EBADF" }, { ENODEV, "ENODEV" }, { EHWPOISON, "EHWPOISON" },
+		{ EINTR, "EINTR" }, { ENOSPC, "ENOSPC" }, { EPROTO, "EPROTO" }, { ENOENT, "ENOENT" },
+	};
+	static __thread char buf[24];
+
+	if (err < 0)
+		err = -err;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].e == err)
+			return names[i].n;
+	snprintf(buf, sizeof(buf), "errno %d", err);
+	return buf;
+}
