@@ -66,11 +66,11 @@ static void dlopen_program(void **state)
 
 	(void)state;
 	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", env_path("LIBGUARD_AUDIT_PROBE"),
-		 env_path("LIBGUARD_TEST_LIB64K"));
+		 lib64k_path());
 	assert_int_equal(run(cmd, plain, sizeof(plain)), 0);
 	snprintf(cmd, sizeof(cmd), "LIBGUARD_AUDIT_VERBOSE=1 LD_AUDIT=%s %s %s 2>&1",
 		 env_path("LIBGUARD_AUDIT"), env_path("LIBGUARD_AUDIT_PROBE"),
-		 env_path("LIBGUARD_TEST_LIB64K"));
+		 lib64k_path());
 	assert_int_equal(run(cmd, audited, sizeof(audited)), 0);
 	show("without LD_AUDIT", plain);
 	show("with LD_AUDIT", audited);

@@ -36,10 +36,8 @@ struct layout {
 
 static const char *lib_path(void)
 {
-	const char *p = getenv("LIBGUARD_TEST_LIB64K");
-
-	assert_non_null(p);
-	return p;
+	assert_non_null(getenv("LIBGUARD_TEST_LIB64K"));
+	return lib64k_path();
 }
 
 /* The library's VMAs in /proc/self/maps. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,6 +59,54 @@ const char *scratch_dir(const char **why)
 			return dirs[i];
 	*why = "no page-cache filesystem for a scratch file (set LIBGUARD_SCRATCH)";
 	return NULL;
+}
+
+static char lib64k_copy[PATH_MAX + 32], lib64k_copy_dir[PATH_MAX];
+
+static void lib64k_cleanup(void)
+{
+	unlink(lib64k_copy);
+	rmdir(lib64k_copy_dir);
+}
+
+/*
+ * In the guest the checkout is shared over 9p, whose file mappings have a
+ * ->close hook, and the kernel never merges away a VMA with one: the holes
+ * of a library loaded from there could be guarded but never merged into
+ * their neighbours. Load a copy from the guest's scratch ext4 disk
+ * instead, which behaves as the host's disk does.
+ */
+const char *lib64k_path(void)
+{
+	const char *path = getenv("LIBGUARD_TEST_LIB64K"), *dir;
+	char buf[65536];
+	ssize_t n;
+	int in, out;
+
+	if (!path)
+		abort();
+	if (*lib64k_copy)
+		return lib64k_copy;
+	/* Only the guest sets it; 9p's statfs() reports the host's f_type. */
+	dir = getenv("LIBGUARD_SCRATCH");
+	if (!dir || !*dir)
+		return path;
+	snprintf(lib64k_copy_dir, sizeof(lib64k_copy_dir), "%s/lib64k-%d", dir, (int)getpid());
+	snprintf(lib64k_copy, sizeof(lib64k_copy), "%s/libtest64k.so", lib64k_copy_dir);
+	if (mkdir(lib64k_copy_dir, 0755) && errno != EEXIST)
+		abort();
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	out = open(lib64k_copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	if (in < 0 || out < 0)
+		abort();
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			abort();
+	if (n < 0 || close(out))
+		abort();
+	close(in);
+	atexit(lib64k_cleanup);
+	return lib64k_copy;
 }
 
 const char *tmap_new(enum tkind kind, size_t pages, struct tmap *m)

@@ -27,6 +27,8 @@ void guardtest_init(void);
 const char *kind_name(enum tkind kind);
 /* A scratch directory on a page-cache filesystem, or NULL (why in *why). */
 const char *scratch_dir(const char **why);
+/* LIBGUARD_TEST_LIB64K; in the guest, a copy on the scratch disk (not 9p). */
+const char *lib64k_path(void);
 /* Map pages of the kind, filled with 0x5a where writable; NULL = skip. */
 const char *tmap_new(enum tkind kind, size_t pages, struct tmap *m);
 void tmap_free(struct tmap *m);
