@@ -40,6 +40,18 @@ struct lg_page_region {
 	__u64 categories;
 };
 
+/*
+ * A region a PAGEMAP_SCAN answer may hold: page-aligned, not empty, at or
+ * after @from and inside the part the kernel says it walked. Anything else
+ * is a broken answer (-EIO), never something to act on.
+ */
+static inline bool lg_region_ok(const struct lg_page_region *r, uint64_t from, uint64_t walked,
+				uintptr_t page_mask)
+{
+	return r->start >= from && r->end > r->start && r->end <= walked &&
+	       !((r->start | r->end) & page_mask);
+}
+
 struct lg_pm_scan_arg {
 	__u64 size;
 	__u64 flags;

@@ -108,8 +108,7 @@ int lg_scan_layout(lg_scan_fn *scan, void *ctx, uintptr_t start, uintptr_t end,
 		for (long i = 0; i < n; i++) {
 			int ret = 0;
 
-			if (r[i].start < covered || r[i].end <= r[i].start || r[i].end > walked ||
-			    ((r[i].start | r[i].end) & page_mask))
+			if (!lg_region_ok(&r[i], covered, walked, page_mask))
 				return -EIO;
 			gap |= r[i].start > covered;
 			if (r[i].categories & LG_PAGE_IS_GUARD)

@@ -83,8 +83,7 @@ int lg_scan_runs(lg_scan_fn *scan, void *ctx, uintptr_t start, uintptr_t end,
 		for (long i = 0; i < n; i++) {
 			int ret;
 
-			if (r[i].start < at || r[i].end <= r[i].start || r[i].end > walked ||
-			    ((r[i].start | r[i].end) & page_mask) ||
+			if (!lg_region_ok(&r[i], at, walked, page_mask) ||
 			    (runs->n && r[i].start < runs->v[runs->n - 1].end))
 				return -EIO;
 			ret = lg_runs_add(runs, r[i].start, r[i].end);
