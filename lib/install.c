@@ -102,19 +102,17 @@ int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags)
 	return install_one(start, end, flags);
 }
 
-/* Native removal stops at a VMA that can't have guards: go round it. */
-static LG_HOT int native_remove(uintptr_t start, uintptr_t end)
+/*
+ * Native removal stops at a VMA that can't have guards (EINVAL): go round
+ * it, VMA by VMA. Out of line: the one-page hot path never gets here.
+ */
+static __attribute__((noinline)) int native_remove_around(uintptr_t start, uintptr_t end)
 {
-	int ret = lg_madvise((void *)start, end - start, MADV_GUARD_REMOVE);
 	uintptr_t at = start;
-	int fd;
+	int fd = lg_vma_open(), ret = 0;
 
-	if (ret != -EINVAL)
-		return ret;
-	fd = lg_vma_open();
 	if (fd < 0)
 		return fd;
-	ret = 0;
 	while (!ret && at < end) {
 		struct lg_vma vma;
 
@@ -133,7 +131,36 @@ static LG_HOT int native_remove(uintptr_t start, uintptr_t end)
 	return ret < 0 ? ret : 0;
 }
 
-static inline LG_HOT int remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
+static inline LG_HOT int native_remove(uintptr_t start, uintptr_t end)
+{
+	int ret = lg_madvise((void *)start, end - start, MADV_GUARD_REMOVE);
+
+	return ret == -EINVAL ? native_remove_around(start, end) : ret;
+}
+
+/* Everything but the one-page native removal: out of line, like the above. */
+static __attribute__((noinline)) int remove_checked(uintptr_t start, uintptr_t end,
+						    unsigned int flags, unsigned int caps)
+{
+	/* Otherwise a hole would be found after some guards were gone. */
+	int ret = lg_range_mapped((void *)start, end - start);
+
+	if (ret)
+		return ret;
+	/* Removal takes away guards of both kinds, whatever the policy. */
+	if (!(flags & GUARD_NATIVE) && lg_fallback_any()) {
+		ret = lg_fallback_remove(start, end);
+		if (ret)
+			return ret;
+	}
+	if (!(flags & GUARD_FALLBACK) && (caps & GUARD_CAP_NATIVE_MASK))
+		ret = native_remove(start, end);
+	return ret;
+}
+
+/* Inlined into guard_remove() by force: gcc keeps it out of line for its two callers. */
+static inline __attribute__((always_inline)) LG_HOT int remove_one(uintptr_t start, uintptr_t end,
+								    unsigned int flags)
 {
 	unsigned int caps = lg_caps();
 	bool native;
@@ -148,19 +175,7 @@ static inline LG_HOT int remove_one(uintptr_t start, uintptr_t end, unsigned int
 	if (end - start == lg_page_size() && !(flags & GUARD_FALLBACK) &&
 	    (caps & GUARD_CAP_NATIVE_MASK) && ((flags & GUARD_NATIVE) || !lg_fallback_any()))
 		return native_remove(start, end);
-	/* Otherwise a hole would be found after some guards were gone. */
-	ret = lg_range_mapped((void *)start, end - start);
-	if (ret)
-		return ret;
-	/* Removal takes away guards of both kinds, whatever the policy. */
-	if (!(flags & GUARD_NATIVE) && lg_fallback_any()) {
-		ret = lg_fallback_remove(start, end);
-		if (ret)
-			return ret;
-	}
-	if (!(flags & GUARD_FALLBACK) && (caps & GUARD_CAP_NATIVE_MASK))
-		ret = native_remove(start, end);
-	return ret;
+	return remove_checked(start, end, flags, caps);
 }
 
 int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
