@@ -28,13 +28,16 @@ void bench_parse(int argc, char **argv, struct bench_opts *o)
 {
 	o->reps = 0;
 	o->quick = 0;
+	o->only = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			o->quick = 1;
 		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			o->reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			o->only = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s [--quick] [--reps N]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--quick] [--reps N] [--only BENCHMARK]\n", argv[0]);
 			exit(2);
 		}
 	}

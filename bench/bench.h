@@ -27,9 +27,10 @@
 struct bench_opts {
 	int reps;	/* repetitions of every measurement (>= 5) */
 	int quick;	/* reduced sizes for TCG */
+	const char *only;	/* run this benchmark only (bench-overhead: to profile one) */
 };
 
-/* --reps N, --quick; exits 2 on bad usage. */
+/* --reps N, --quick, --only BENCHMARK; exits 2 on bad usage. */
 void bench_parse(int argc, char **argv, struct bench_opts *o);
 
 uint64_t bench_now_ns(void);

@@ -16,6 +16,10 @@ The CSV has one row per summary, columns benchmark,mode,n,metric,value,unit:
                     modes of a repetition ran side by side), and its spread
   overhead_pct      for overhead-*: median of (library / raw - 1) * 100
                     per repetition; its spread in percentage points
+  null_syscall_pct, pagemap_scan_pct
+                    for overhead-install-16p: a null system call's and a
+                    PAGEMAP_SCAN's time as a share of the raw madvise(),
+                    per repetition: the floor of any check before it
 plus the single values (vmas, vmas_process, failed_at_n, failed_errno,
 unsupported) as they are.
 """
@@ -47,6 +51,8 @@ ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "c
          "stacks", "files", "arena-setup", "arena-ops", "overhead-install-1p",
          "overhead-install-16p", "overhead-batch", "overhead-remove"]
 TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map")
+# overhead-install-16p's floor measurements -> their share of the raw madvise()
+FLOOR_METRICS = {"ns_null_syscall": "null_syscall_pct", "ns_pagemap_scan": "pagemap_scan_pct"}
 
 
 def spread_pct(v):
@@ -61,6 +67,14 @@ def spread_pct(v):
 def range_pct(v):
     med = statistics.median(v)
     return (max(v) - min(v)) / abs(med) * 100 if med else 0.0
+
+
+def pct_rows(b, mode, n, metric, o):
+    """Median of per-repetition percentages, its IQR and range in points."""
+    q1, _, q3 = statistics.quantiles(o, n=4, method="inclusive") if len(o) > 1 else (o[0],) * 3
+    return [(b, mode, n, metric, statistics.median(o), "%"),
+            (b, mode, n, metric + "_spread", q3 - q1, "pp"),
+            (b, mode, n, metric + "_range", max(o) - min(o), "pp")]
 
 
 def summarize(raw_path, csv_path):
@@ -111,10 +125,15 @@ def summarize(raw_path, csv_path):
             common = sorted(set(reps) & set(rk))
             o = [(reps[i] / rk[i] - 1) * 100 for i in common if rk[i] > 0]
             if o:
-                rows.append((b, mode, n, "overhead_pct", statistics.median(o), "%"))
-                q1, _, q3 = statistics.quantiles(o, n=4, method="inclusive")
-                rows.append((b, mode, n, "overhead_pct_spread", q3 - q1, "pp"))
-                rows.append((b, mode, n, "overhead_pct_range", max(o) - min(o), "pp"))
+                rows.extend(pct_rows(b, mode, n, "overhead_pct", o))
+    # the floor of a check before the madvise(): its cost as a share of the raw call
+    for (b, mode, n, metric), reps in samples.items():
+        if metric not in FLOOR_METRICS or (b, mode, n, "ns_per_guard") not in samples:
+            continue
+        rk = samples[(b, mode, n, "ns_per_guard")]
+        o = [reps[i] / rk[i] * 100 for i in sorted(set(reps) & set(rk)) if rk[i] > 0]
+        if o:
+            rows.extend(pct_rows(b, mode, n, FLOOR_METRICS[metric], o))
 
     def sort_key(r):
         b = ORDER.index(r[0]) if r[0] in ORDER else len(ORDER)
@@ -178,8 +197,9 @@ def cell(d, b, mode, n, metric):
         f = d.get((b, mode, n, "failed_at_n"))
         return f"ENOMEM at {f:,.0f}" if f is not None else "–"
     s = d.get((b, mode, n, metric + "_spread"))
-    unit = "%" if metric == "overhead_pct" else ("x" if metric.startswith("speedup") else "")
-    spread = "pp" if metric == "overhead_pct" else "%"
+    pct = metric == "overhead_pct" or metric in FLOOR_METRICS.values()
+    unit = "%" if pct else ("x" if metric.startswith("speedup") else "")
+    spread = "pp" if pct else "%"
     return fmt(v, unit) + (f" (±{s / 2:.0f}{spread})" if s is not None else "")
 
 
@@ -258,6 +278,11 @@ def targets(d):
         if v > 5:
             txt += f" — over by {v - 5:.1f} pp"
         out.append((f"overhead: {what} within 5% of raw", txt, v <= 5))
+        if b == "overhead-install-16p" and (b, "native", n, "null_syscall_pct") in d:
+            out.append(("(context) overhead: cost of one more system call, as a share of a "
+                        "16-page madvise(): getppid() / guard_install()'s PAGEMAP_SCAN",
+                        cell(d, b, "native", n, "null_syscall_pct") + " / " +
+                        cell(d, b, "native", n, "pagemap_scan_pct"), None))
     return out
 
 
