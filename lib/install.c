@@ -33,6 +33,26 @@ int lg_native_policy(unsigned int flags, bool *native)
 }
 
 /*
+ * Undo a failed install: remove guards between the runs that were guarded
+ * before it, never on them. Removing everything and installing those runs
+ * again would lose the ones the kernel refuses to install: a guard in an
+ * mlocked VMA can be removed but not put back.
+ */
+static void undo_install(uintptr_t start, uintptr_t end, const struct lg_runs *before)
+{
+	uintptr_t at = start;
+
+	for (size_t i = 0; i <= before->n; i++) {
+		uintptr_t to = i < before->n ? before->v[i].start : end;
+
+		if (to > at)
+			lg_madvise((void *)at, to - at, MADV_GUARD_REMOVE);
+		if (i < before->n && before->v[i].end > at)
+			at = before->v[i].end;
+	}
+}
+
+/*
  * madvise() walks the VMAs of the range in order and stops at the first it
  * can't guard, leaving the ones before it guarded; over a hole it guards
  * every mapped part and then fails with ENOMEM. What it did can't be
@@ -52,7 +72,6 @@ int lg_native_policy(unsigned int flags, bool *native)
  */
 static __attribute__((noinline)) int native_install_range(uintptr_t start, uintptr_t end)
 {
-	size_t len = end - start;
 	struct lg_runs before;
 	int ret;
 
@@ -60,13 +79,9 @@ static __attribute__((noinline)) int native_install_range(uintptr_t start, uintp
 	ret = lg_install_snapshot(start, end, &before);
 	if (ret && ret != -EOPNOTSUPP)
 		goto out;
-	ret = lg_madvise((void *)start, len, MADV_GUARD_INSTALL);
-	if (ret) {
-		lg_madvise((void *)start, len, MADV_GUARD_REMOVE);
-		for (size_t i = 0; i < before.n; i++)
-			lg_madvise((void *)before.v[i].start, before.v[i].end - before.v[i].start,
-				   MADV_GUARD_INSTALL);
-	}
+	ret = lg_madvise((void *)start, end - start, MADV_GUARD_INSTALL);
+	if (ret)
+		undo_install(start, end, &before);
 out:
 	lg_runs_free(&before);
 	return ret;

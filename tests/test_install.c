@@ -375,6 +375,47 @@ static bool midway_testable(void)
 }
 
 /*
+ * Guards already inside an mlocked VMA when an install fails there: the
+ * kernel removes a guard from an mlocked VMA but won't install one, so a
+ * rollback that took all guards away and put the old ones back lost them.
+ * Pages: plain 0-1, mlocked 2-3, plain 4-5; guards on 1, 3 and 4 (4 in the
+ * same run of guards as 3, across the VMA boundary).
+ */
+static void rollback_keeps_locked_guards(void **state)
+{
+	static const int prior[] = { 1, 3, 4 };
+	struct tmap m;
+
+	(void)state;
+	if (!midway_testable())
+		skip();
+	tmap_new(T_ANON, 6, &m);
+	/*
+	 * Guarded first: no guard goes into an mlocked VMA. On-fault: mlock()
+	 * would populate, and fail (ENOMEM) at the guard.
+	 */
+	for (size_t i = 0; i < sizeof(prior) / sizeof(prior[0]); i++)
+		assert_int_equal(guard_install(m.addr + prior[i] * pg, pg, GUARD_NATIVE), 0);
+	if (mlock2(m.addr + 2 * pg, 2 * pg, MLOCK_ONFAULT)) {
+		printf("# mlock: %s\n", strerror(errno));
+		guard_remove(m.addr, 6 * pg, 0);
+		tmap_free(&m);
+		skip();
+	}
+	assert_string_equal(query_str(m.addr, 6 * pg), "010110");
+	/* all six: the kernel guards page 0 and stops at the mlocked VMA */
+	assert_int_equal(guard_install(m.addr, 6 * pg, GUARD_NATIVE), -EOPNOTSUPP);
+	assert_string_equal(query_str(m.addr, 6 * pg), "010110");
+	/* only the mlocked pages: the kernel does nothing */
+	assert_int_equal(guard_install(m.addr + 2 * pg, 2 * pg, GUARD_NATIVE), -EOPNOTSUPP);
+	assert_string_equal(query_str(m.addr, 6 * pg), "010110");
+	assert_int_equal(m.addr[2 * pg], 0x5a);	/* the refused VMA's data stays */
+	munlock(m.addr + 2 * pg, 2 * pg);
+	assert_int_equal(guard_remove(m.addr, 6 * pg, 0), 0);
+	tmap_free(&m);
+}
+
+/*
  * The kept /proc/self/pagemap names the mm it was opened in: a child of
  * fork() must use its own. The parent has a guard on page 1, the child
  * moves it to page 2 before its failing install: rolled back with the
@@ -525,6 +566,7 @@ int main(void)
 		cmocka_unit_test(partly_unmapped),
 		cmocka_unit_test(remove_unguarded),
 		cmocka_unit_test(pfnmap_mapping),
+		cmocka_unit_test(rollback_keeps_locked_guards),
 		cmocka_unit_test(mlocked_falls_back),
 		cmocka_unit_test(rollback_midway),
 		cmocka_unit_test(hole_refused_first),
