@@ -3,6 +3,7 @@
 
 #include "helpers/expect.h"
 #include "kapi.h"
+#include "pattern.h"
 #include "probe.h"
 
 #include <errno.h>
@@ -116,6 +117,87 @@ static bool probe_mem_force(void)
 	return ok;
 }
 
+static bool probe_mlock(int *err)
+{
+	size_t pg = kapi_page;
+	char *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok;
+
+	if (p == MAP_FAILED) {
+		*err = errno;
+		return false;
+	}
+	ok = mlock2(p, pg, MLOCK_ONFAULT) == 0;
+	*err = ok ? 0 : errno;
+	munmap(p, pg);
+	return ok;
+}
+
+/*
+ * What UFFDIO_COPY (zero: UFFDIO_ZEROPAGE) does to a guarded page: 1 it
+ * fills it (the guard is gone), 0 EEXIST (the guard stays), -1 neither
+ * (the message says what happened instead).
+ */
+static int probe_uffd_guard(const char *prog, int fd, bool zero)
+{
+	static uint64_t src[4096 / 8];
+	const char *what = zero ? "UFFDIO_ZEROPAGE" : "UFFDIO_COPY";
+	size_t pg = kapi_page, idx = 0;
+	char *p = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ret, r, fault = -1;
+	int64_t done = 0;
+	uint64_t v = 0;
+	struct fault f;
+
+	if (p == MAP_FAILED || madvise(p + pg, pg, MADV_GUARD_INSTALL)) {
+		fprintf(stderr, "%s: probe: %s onto a guard: setting up: %s\n", prog, what, strerror(errno));
+		return -1;
+	}
+	pattern_fill(src, pg, 7);
+	r = kapi_uffd_register(fd, (uintptr_t)p, 3 * pg);
+	if (!r) {
+		r = zero ? kapi_uffd_zeropage(fd, (uintptr_t)p + pg, pg, &done)
+			 : kapi_uffd_copy(fd, (uintptr_t)p + pg, src, pg, &done);
+		/* Unregister before touching: a missing page would wait for a handler. */
+		if (kapi_uffd_unregister(fd, (uintptr_t)p, 3 * pg))
+			r = -EPROTO;
+		fault = read_fault(p + pg);
+		if (!fault)
+			probe_read(p + pg, &idx, 1, &v, &f);
+	}
+	if (!r && done == (int64_t)pg && fault == 0 && v == (zero ? 0 : pattern_word(7, 0)))
+		ret = 1;
+	else if (r == -EEXIST && done == -EEXIST && fault == 1)
+		ret = 0;
+	else {
+		fprintf(stderr, "%s: probe: %s onto a guard: %s (done %lld), the page then %s\n",
+			prog, what, kapi_errname(r), (long long)done,
+			fault == 1 ? "still faults" : fault == 0 ? "reads wrong data" : "faults oddly");
+		ret = -1;
+	}
+	munmap(p, 3 * pg);
+	return ret;
+}
+
+static int probe_uffd(const char *prog, struct caps *c)
+{
+	int fd = kapi_uffd_open(), copy, zero;
+
+	if (fd < 0) {
+		c->uffd_err = -fd;
+		return 0;
+	}
+	copy = probe_uffd_guard(prog, fd, false);
+	zero = probe_uffd_guard(prog, fd, true);
+	close(fd);
+	if (copy < 0 || zero < 0)
+		return -1;
+	c->uffd = true;
+	c->uffd_copy_fills_guard = copy;
+	c->uffd_zero_fills_guard = zero;
+	return 0;
+}
+
 int caps_probe(const char *prog, const struct backing *b, struct caps *c)
 {
 	int pmfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -150,6 +232,9 @@ int caps_probe(const char *prog, const struct backing *b, struct caps *c)
 	if (!any)
 		c->pagemap = c->scan = false;
 	c->mem_force = probe_mem_force();
+	c->mlock = probe_mlock(&c->mlock_err);
+	if (c->type_ok[BT_PANON] && probe_uffd(prog, c))
+		bad = true;
 	if (bad)
 		return CAPS_FAIL;
 
@@ -207,5 +292,16 @@ void caps_print(const char *prog, const struct caps *c)
 		printf("%s: RESTRICTED to what this kernel supports: the types above only%s%s\n", prog,
 		       c->pagemap ? "" : "; guard state checked by fault probes, not pagemap",
 		       c->scan ? "" : "; no PAGEMAP_SCAN checks");
+	printf("%s: mlock2(MLOCK_ONFAULT): %s\n", prog, c->mlock ? "yes" : strerror(c->mlock_err));
+	if (!c->uffd)
+		printf("%s: userfaultfd: not available (%s)\n", prog,
+		       c->uffd_err ? kapi_errname(c->uffd_err) : "no guards to probe it with");
+	else
+		printf("%s: userfaultfd onto a guard: UFFDIO_COPY %s; UFFDIO_ZEROPAGE %s\n", prog,
+		       c->uffd_copy_fills_guard ? "FILLS the page and REMOVES the guard (upstream "
+						  "behaviour: a guard does not stop it)"
+						: "fails with EEXIST, the guard stays",
+		       c->uffd_zero_fills_guard ? "FILLS the page and REMOVES the guard"
+						: "fails with EEXIST, the guard stays");
 	printf("%s: expected by %s: %s\n", prog, c->expect_why, expect_caps_str(c->expect));
 }

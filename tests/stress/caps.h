@@ -21,6 +21,17 @@ struct caps {
 	bool pagemap;			/* pagemap bit 58 reports guards (all types) */
 	bool scan;			/* PAGEMAP_SCAN reports PAGE_IS_GUARD */
 	bool mem_force;			/* /proc/self/mem reads PROT_NONE pages */
+	bool mlock;			/* mlock2(MLOCK_ONFAULT) works (privilege, limit) */
+	int mlock_err;
+	bool uffd;			/* userfaultfd works on private anonymous memory */
+	int uffd_err;
+	/*
+	 * UFFDIO_COPY / UFFDIO_ZEROPAGE onto a guard: fill the page and drop
+	 * the guard (upstream 6.18 does for COPY), or EEXIST with the guard
+	 * kept (our kernel, for both).
+	 */
+	bool uffd_copy_fills_guard;
+	bool uffd_zero_fills_guard;
 	unsigned int expect;		/* expect_caps() */
 	const char *expect_why;
 };

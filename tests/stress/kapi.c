@@ -4,10 +4,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/userfaultfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
 
 size_t kapi_page;
 
@@ -157,6 +163,57 @@ void kapi_dump_maps(int fd, uintptr_t start, uintptr_t end)
 	}
 }
 
+int kapi_uffd_open(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, UFFDIO_API, &api)) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+int kapi_uffd_register(int fd, uintptr_t start, size_t len)
+{
+	struct uffdio_register r = {
+		.range = { .start = start, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+
+	return ioctl(fd, UFFDIO_REGISTER, &r) ? -errno : 0;
+}
+
+int kapi_uffd_unregister(int fd, uintptr_t start, size_t len)
+{
+	struct uffdio_range r = { .start = start, .len = len };
+
+	return ioctl(fd, UFFDIO_UNREGISTER, &r) ? -errno : 0;
+}
+
+int kapi_uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, int64_t *done)
+{
+	struct uffdio_copy cp = { .dst = dst, .src = (uintptr_t)src, .len = len };
+	int ret = ioctl(fd, UFFDIO_COPY, &cp) ? -errno : 0;
+
+	*done = cp.copy;
+	return ret;
+}
+
+int kapi_uffd_zeropage(int fd, uintptr_t dst, size_t len, int64_t *done)
+{
+	struct uffdio_zeropage z = { .range = { .start = dst, .len = len } };
+	int ret = ioctl(fd, UFFDIO_ZEROPAGE, &z) ? -errno : 0;
+
+	*done = z.zeropage;
+	return ret;
+}
+
 const char *kapi_errname(int err)
 {
 	static const struct {
@@ -168,6 +225,7 @@ const char *kapi_errname(int err)
 		{ EOPNOTSUPP, "EOPNOTSUPP" }, { EBUSY, "EBUSY" }, { ENOTTY, "ENOTTY" },
 		{ EIO, "EIO" }, { EBADF, "EBADF" }, { ENODEV, "ENODEV" }, { EHWPOISON, "EHWPOISON" },
 		{ EINTR, "EINTR" }, { ENOSPC, "ENOSPC" }, { EPROTO, "EPROTO" }, { ENOENT, "ENOENT" },
+		{ EEXIST, "EEXIST" }, { ENOSYS, "ENOSYS" },
 	};
 	static __thread char buf[24];
 

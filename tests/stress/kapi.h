@@ -79,6 +79,22 @@ int kapi_vma_of(uintptr_t addr, uintptr_t *start, uintptr_t *end);
 /* Print the /proc/self/maps lines that overlap [start, end) to fd. */
 void kapi_dump_maps(int fd, uintptr_t start, uintptr_t end);
 
+/*
+ * userfaultfd, for private anonymous memory: a descriptor opened with
+ * UFFD_USER_MODE_ONLY (so no privilege is needed), API handshake done,
+ * or -errno (-EPERM, -ENOSYS, -EINVAL: not available).
+ */
+int kapi_uffd_open(void);
+/* UFFDIO_REGISTER in MISSING mode, UFFDIO_UNREGISTER: 0 or -errno. */
+int kapi_uffd_register(int fd, uintptr_t start, size_t len);
+int kapi_uffd_unregister(int fd, uintptr_t start, size_t len);
+/*
+ * UFFDIO_COPY from src, UFFDIO_ZEROPAGE: 0 or -errno; *done is what the
+ * kernel wrote back (bytes done, or the -errno of the first page).
+ */
+int kapi_uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, int64_t *done);
+int kapi_uffd_zeropage(int fd, uintptr_t dst, size_t len, int64_t *done);
+
 const char *kapi_errname(int err);	/* "ENOMEM" for ENOMEM, "0" for 0 */
 
 #endif

@@ -90,6 +90,7 @@ void model_map(struct model *m, size_t lo, size_t hi, enum btype t, int prot, in
 		p->type = (uint8_t)t;
 		p->prot = (uint8_t)prot;
 		p->guard = 0;
+		p->locked = LK_NONE;	/* a new mapping is never locked: no MAP_LOCKED, no MCL_FUTURE */
 		p->cs = t == BT_PANON ? CS_ZERO : CS_FOLLOW;
 		p->obj = (int16_t)obj;
 		p->off = off + (uint32_t)(i - lo);
@@ -124,6 +125,23 @@ size_t model_hole(const struct model *m, size_t lo, size_t hi)
 	return hi;
 }
 
+size_t model_first_locked(const struct model *m, size_t lo, size_t hi)
+{
+	for (size_t i = lo; i < hi; i++)
+		if (m->pg[i].type != BT_NONE && m->pg[i].locked)
+			return i;
+	return hi;
+}
+
+size_t model_locked_pages(const struct model *m)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		n += m->pg[i].type != BT_NONE && m->pg[i].locked;
+	return n;
+}
+
 bool model_boundary(const struct model *m, size_t i)
 {
 	const struct mpage *a, *b;
@@ -132,7 +150,8 @@ bool model_boundary(const struct model *m, size_t i)
 		return false;
 	a = &m->pg[i - 1];
 	b = &m->pg[i];
-	return a->type != b->type || a->obj != b->obj || a->off + 1 != b->off || a->prot != b->prot;
+	return a->type != b->type || a->obj != b->obj || a->off + 1 != b->off || a->prot != b->prot ||
+	       a->locked != b->locked;
 }
 
 void model_truncate(struct model *m, int o, uint32_t size)
@@ -187,6 +206,7 @@ int model_new_sanon(struct model *m, uint32_t size)
 void model_describe(const struct model *m, size_t i, char *buf, size_t len)
 {
 	static const char *const cs_name[] = { "follows-object", "zero", "private-copy", "freed" };
+	static const char *const lk_name[] = { "", " locked-onfault", " locked" };
 	const struct mpage *p = &m->pg[i];
 	uint32_t pat;
 	bool either;
@@ -197,9 +217,9 @@ void model_describe(const struct model *m, size_t i, char *buf, size_t len)
 		return;
 	}
 	model_content(m, i, &pat, &either);
-	n = snprintf(buf, len, "p%zu: %s %s%s%s%s", i, btype_name[p->type],
+	n = snprintf(buf, len, "p%zu: %s %s%s%s%s%s", i, btype_name[p->type],
 		     p->prot & PROT_WRITE ? "rw" : p->prot & PROT_READ ? "r" : "none",
-		     p->guard ? " GUARDED" : "", page_private(p) ? " " : "",
+		     p->guard ? " GUARDED" : "", lk_name[p->locked], page_private(p) ? " " : "",
 		     page_private(p) ? cs_name[p->cs] : "");
 	if (p->obj >= 0)
 		n += snprintf(buf + n, len - (size_t)n, " obj %d off %u (size %u)", p->obj, p->off,

@@ -15,7 +15,11 @@
  *   object's size an access raises SIGBUS;
  * - a guarded page faults with SEGV_MAPERR, a page whose protection
  *   forbids the access with SEGV_ACCERR (checked first by the CPU's fault
- *   path), whatever it contains.
+ *   path), whatever it contains;
+ * - a locked page (VM_LOCKED) takes no guard, no DONTNEED, FREE, COLD,
+ *   PAGEOUT or REMOVE (EINVAL at its VMA, the VMAs before it done); only
+ *   mmap over it, munmap and munlock unlock it, and a fork child has no
+ *   locked pages.
  */
 #ifndef STRESS_MODEL_H
 #define STRESS_MODEL_H
@@ -28,11 +32,15 @@
 
 enum cstate { CS_FOLLOW, CS_ZERO, CS_PRIV, CS_EITHER };
 
+/* VM_LOCKED, and VM_LOCKONFAULT with it: two kinds of VMA. */
+enum lstate { LK_NONE, LK_ONFAULT, LK_PLAIN };
+
 struct mpage {
 	uint8_t type;		/* enum btype, BT_NONE: not mapped */
 	uint8_t prot;
 	uint8_t guard;
 	uint8_t cs;		/* enum cstate, private pages only */
+	uint8_t locked;		/* enum lstate */
 	int16_t obj;		/* object index, -1 for private anon */
 	uint32_t off;		/* page offset in the object */
 	uint32_t pat;		/* PRIV, EITHER: the page's own pattern */
@@ -87,7 +95,13 @@ void model_zap(struct model *m, size_t i);
 /* First unmapped page in [lo, hi), or hi. */
 size_t model_hole(const struct model *m, size_t lo, size_t hi);
 
-/* A page where a VMA may end: type, object, offset or protection change. */
+/* First mapped, locked page in [lo, hi), or hi. */
+size_t model_first_locked(const struct model *m, size_t lo, size_t hi);
+
+/* Locked pages in the arena. */
+size_t model_locked_pages(const struct model *m);
+
+/* A page where a VMA may end: type, object, offset, protection or lock change. */
 bool model_boundary(const struct model *m, size_t i);
 
 /* Object o shrinks or grows to size pages (ftruncate). */

@@ -12,31 +12,45 @@
 
 #include <sys/mman.h>
 
+static bool have_mlock(const struct ctx *c)
+{
+	return c->caps.mlock;
+}
+
+static bool have_uffd(const struct ctx *c)
+{
+	return c->caps.uffd;
+}
+
 static const struct {
 	const char *name;
 	unsigned int weight;
 	void (*fn)(struct ctx *c);
+	bool (*avail)(const struct ctx *c);	/* NULL: always */
 } ops[] = {
-	{ "guard-raw", 200, op_guard_raw },
-	{ "guard-lib", 70, op_guard_lib },
-	{ "guard-batch", 25, op_guard_batch },
-	{ "write", 130, op_write },
-	{ "pwrite", 30, op_pwrite },
-	{ "mmap", 45, op_mmap },
-	{ "munmap", 20, op_munmap },
-	{ "mremap", 50, op_mremap },
-	{ "mprotect", 60, op_mprotect },
-	{ "dontneed", 50, op_dontneed },
-	{ "cold", 12, op_cold },
-	{ "pageout", 25, op_pageout },
-	{ "free", 30, op_free },
-	{ "populate", 40, op_populate },
-	{ "thp", 10, op_thp },
-	{ "collapse", 12, op_collapse },
-	{ "truncate", 25, op_truncate },
-	{ "punch", 25, op_punch },
-	{ "madv-remove", 20, op_madv_remove },
-	{ "fork", 6, op_fork },
+	{ "guard-raw", 200, op_guard_raw, NULL },
+	{ "guard-lib", 70, op_guard_lib, NULL },
+	{ "guard-batch", 25, op_guard_batch, NULL },
+	{ "write", 130, op_write, NULL },
+	{ "pwrite", 30, op_pwrite, NULL },
+	{ "mmap", 45, op_mmap, NULL },
+	{ "munmap", 20, op_munmap, NULL },
+	{ "mremap", 50, op_mremap, NULL },
+	{ "mprotect", 60, op_mprotect, NULL },
+	{ "dontneed", 50, op_dontneed, NULL },
+	{ "cold", 12, op_cold, NULL },
+	{ "pageout", 25, op_pageout, NULL },
+	{ "free", 30, op_free, NULL },
+	{ "populate", 40, op_populate, NULL },
+	{ "thp", 10, op_thp, NULL },
+	{ "collapse", 12, op_collapse, NULL },
+	{ "truncate", 25, op_truncate, NULL },
+	{ "punch", 25, op_punch, NULL },
+	{ "madv-remove", 20, op_madv_remove, NULL },
+	{ "fork", 6, op_fork, NULL },
+	{ "mlock", 20, op_mlock, have_mlock },
+	{ "munlock", 18, op_munlock, have_mlock },
+	{ "uffd", 25, op_uffd, have_uffd },
 };
 
 int ops_count(void)
@@ -52,15 +66,25 @@ const char *ops_name(int i)
 void ops_run_one(struct ctx *c)
 {
 	unsigned int total = 0, r;
+	unsigned long refused;
 	int i;
 
+	/* What the kernel can't do is never chosen (caps, fixed for the run). */
 	for (i = 0; i < ops_count(); i++)
-		total += ops[i].weight;
+		if (!ops[i].avail || ops[i].avail(c))
+			total += ops[i].weight;
 	r = (unsigned int)rng_below(&c->rng, total);
-	for (i = 0; r >= ops[i].weight; i++)
+	for (i = 0;; i++) {
+		if (ops[i].avail && !ops[i].avail(c))
+			continue;
+		if (r < ops[i].weight)
+			break;
 		r -= ops[i].weight;
+	}
 	c->stat_ops[i]++;
+	refused = c->lk.refused;
 	ops[i].fn(c);
+	c->lk.refused_by[i] += c->lk.refused - refused;
 	log_done(c);
 }
 

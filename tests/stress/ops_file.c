@@ -3,7 +3,7 @@
  * Operations on the objects behind the mappings: write(2) into a file,
  * truncation (past EOF an unguarded page raises SIGBUS, a guarded one
  * still SIGSEGV), hole punching and MADV_REMOVE (shared pages read zero,
- * private copies stay, guards stay).
+ * private copies stay, guards stay; a locked VMA refuses MADV_REMOVE).
  */
 #include "seq.h"
 
@@ -145,7 +145,7 @@ void op_madv_remove(struct ctx *c)
 {
 	struct model *m = &c->m;
 	bool refused = rng_pct(&c->rng, 15);
-	size_t i, lo, hi;
+	size_t i, lo, hi, stop;
 	int ret;
 
 	if (!pick_mapped(c, refused ? is_ro : removable, &i)) {
@@ -165,12 +165,18 @@ void op_madv_remove(struct ctx *c)
 	}
 	log_op(c, lo, hi, "madvise(REMOVE) [p%zu, p%zu) of %s", lo, hi, btype_name[m->pg[lo].type]);
 	ret = madvise(model_addr(m, lo), (hi - lo) * kapi_page, MADV_REMOVE) ? -errno : 0;
+	/* A locked VMA refuses it (EINVAL) before anything else is looked at. */
+	stop = model_first_locked(m, lo, hi);
+	if (stop < hi) {
+		c->lk.refused += !refused || stop == lo;	/* the lock decided the answer */
+		log_more(c, " (locked at p%zu)", stop);
+	}
 	if (refused) {
-		/* It needs a shared, writable mapping. */
-		expect_ret(c, "MADV_REMOVE", ret, -EACCES);
+		/* It needs a shared, writable mapping: EACCES at the first VMA. */
+		expect_ret(c, "MADV_REMOVE", ret, stop == lo ? -EINVAL : -EACCES);
 		return;
 	}
-	for (size_t k = lo; k < hi; k++)
+	for (size_t k = lo; k < stop; k++)
 		model_punch(m, m->pg[k].obj, m->pg[k].off, 1);
-	expect_ret(c, "MADV_REMOVE", ret, 0);
+	expect_ret(c, "MADV_REMOVE", ret, stop < hi ? -EINVAL : 0);
 }

@@ -44,6 +44,9 @@ void op_fork(struct ctx *c)
 	if (pid == 0) {
 		c->in_child = true;
 		reopen(c);
+		/* A fork child inherits no VM_LOCKED. */
+		for (size_t i = 0; i < c->m.n; i++)
+			c->m.pg[i].locked = LK_NONE;
 		check_all(c);
 		op_write_range(c, lo, hi, true);
 		check_guards(c);

@@ -53,7 +53,7 @@ static const char *holes_note(struct ctx *c, size_t lo, size_t hi)
 void op_guard_raw(struct ctx *c)
 {
 	bool install = rng_pct(&c->rng, 55);
-	size_t lo, hi;
+	size_t lo, hi, stop;
 	int before, ret, want;
 
 	pick_range(c, 512, &lo, &hi);
@@ -62,20 +62,43 @@ void op_guard_raw(struct ctx *c)
 	before = vmas(c);
 	ret = madvise(model_addr(&c->m, lo), (hi - lo) * kapi_page,
 		      install ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE) ? -errno : 0;
-	/* Over a hole madvise() does every mapped part, then says ENOMEM. */
+	/*
+	 * Over a hole madvise() does every mapped part, then says ENOMEM; at a
+	 * locked VMA (installs only) it stops with EINVAL, holes before or not.
+	 */
 	want = model_hole(&c->m, lo, hi) < hi ? -ENOMEM : 0;
-	apply(c, lo, hi, install);
+	stop = install ? model_first_locked(&c->m, lo, hi) : hi;
+	if (stop < hi) {
+		want = -EINVAL;
+		c->lk.refused++;
+		log_more(c, " (locked at p%zu)", stop);
+	}
+	apply(c, lo, stop, install);
 	expect_ret(c, "madvise", ret, want);
 	same_vmas(c, before, "madvise(MADV_GUARD_*)");
+}
+
+/*
+ * A failed native install of [lo, hi) that stopped at the locked page
+ * stop, as guard_install(3) documents it: nothing it did remains (the
+ * guards there before stay, no others), the data it discarded (in the
+ * VMAs before stop, which the kernel guarded) stays discarded.
+ */
+static void failed_install(struct ctx *c, size_t lo, size_t stop)
+{
+	for (size_t i = lo; i < stop; i++)
+		if (c->m.pg[i].type != BT_NONE && !c->m.pg[i].guard)
+			model_zap(&c->m, i);
 }
 
 void op_guard_lib(struct ctx *c)
 {
 	bool install = rng_pct(&c->rng, 55);
-	size_t lo, hi;
+	size_t lo, hi, stop = 0;
 	int before, ret, want;
 
 	pick_range(c, 512, &lo, &hi);
+	want = model_hole(&c->m, lo, hi) < hi ? -ENOMEM : 0;
 	log_op(c, lo, hi, "%s [p%zu, p%zu) GUARD_NATIVE%s", install ? "guard_install" : "guard_remove",
 	       lo, hi, holes_note(c, lo, hi));
 	before = vmas(c);
@@ -84,9 +107,17 @@ void op_guard_lib(struct ctx *c)
 	else
 		ret = guard_remove(model_addr(&c->m, lo), (hi - lo) * kapi_page, GUARD_NATIVE);
 	/* libguard checks for holes first and then does nothing. */
-	want = model_hole(&c->m, lo, hi) < hi ? -ENOMEM : 0;
-	if (!want)
+	if (install && !want)
+		stop = model_first_locked(&c->m, lo, hi);
+	if (install && !want && stop < hi) {
+		/* No native guard on a locked VMA: GUARD_NATIVE says EOPNOTSUPP. */
+		want = -EOPNOTSUPP;
+		c->lk.refused++;
+		log_more(c, " (locked at p%zu)", stop);
+		failed_install(c, lo, stop);
+	} else if (!want) {
 		apply(c, lo, hi, install);
+	}
 	expect_ret(c, install ? "guard_install" : "guard_remove", ret, want);
 	same_vmas(c, before, install ? "guard_install" : "guard_remove");
 }
@@ -95,8 +126,8 @@ void op_guard_batch(struct ctx *c)
 {
 	bool install = rng_pct(&c->rng, 55);
 	struct iovec iov[4];
-	size_t lo[4], hi[4], n = 1 + rng_below(&c->rng, 4), done = 99;
-	int before, ret;
+	size_t lo[4], hi[4], n = 1 + rng_below(&c->rng, 4), done = 99, want_done;
+	int before, ret, want = 0;
 
 	for (size_t k = 0; k < n; k++) {
 		pick_range(c, 16, &lo[k], &hi[k]);
@@ -139,8 +170,27 @@ void op_guard_batch(struct ctx *c)
 		ret = guard_install_batch(iov, n, GUARD_NATIVE, &done);
 	else
 		ret = guard_remove_batch(iov, n, GUARD_NATIVE, &done);
-	for (size_t k = 0; k < n; k++)
+	/*
+	 * In order; an install stops at the first range with a locked page
+	 * (EOPNOTSUPP, the index in done), which is left as a failed
+	 * guard_install() leaves it, the ones after it untouched.
+	 */
+	want_done = n;
+	for (size_t k = 0; k < n; k++) {
+		size_t stop = install ? model_first_locked(&c->m, lo[k], hi[k]) : hi[k];
+
+		if (stop < hi[k]) {
+			want = -EOPNOTSUPP;
+			want_done = k;
+			c->lk.refused++;
+			log_more(c, " (range %zu locked at p%zu)", k, stop);
+			failed_install(c, lo[k], stop);
+			break;
+		}
 		apply(c, lo[k], hi[k], install);
-	expect_ret(c, "guard batch", ret, 0);
+	}
+	expect_ret(c, "guard batch", ret, want);
+	if (done != want_done)
+		fail(c, (long)lo[0], "guard batch set *done to %zu, the model expects %zu", done, want_done);
 	same_vmas(c, before, "guard_*_batch");
 }

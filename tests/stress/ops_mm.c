@@ -3,7 +3,8 @@
  * The memory operations guards must survive (or, for munmap and mmap
  * over them, must not): writes, mmap/munmap/mremap, mprotect, madvise
  * DONTNEED/FREE/COLD/PAGEOUT/POPULATE_*, THP-sized mappings and
- * MADV_COLLAPSE.
+ * MADV_COLLAPSE. Locked VMAs keep their lock through mremap (grown pages
+ * inherit it) and lose it to mmap over them.
  */
 #include "seq.h"
 
@@ -284,15 +285,22 @@ void op_mprotect(struct ctx *c)
 
 static void op_madvise_plain(struct ctx *c, int advice, const char *name, bool zap)
 {
-	size_t lo, hi;
+	size_t lo, hi, stop;
 	int ret, want;
 
 	pick_range(c, 512, &lo, &hi);
 	log_op(c, lo, hi, "madvise(%s) [p%zu, p%zu)", name, lo, hi);
 	ret = madvise(model_addr(&c->m, lo), (hi - lo) * kapi_page, advice) ? -errno : 0;
 	want = model_hole(&c->m, lo, hi) < hi ? -ENOMEM : 0;
+	/* None of them on a locked VMA: EINVAL there, the VMAs before it done. */
+	stop = model_first_locked(&c->m, lo, hi);
+	if (stop < hi) {
+		want = -EINVAL;
+		c->lk.refused++;
+		log_more(c, " (locked at p%zu)", stop);
+	}
 	if (zap)
-		for (size_t i = lo; i < hi; i++)
+		for (size_t i = lo; i < stop; i++)
 			model_zap(&c->m, i);	/* guards stay */
 	expect_ret(c, name, ret, want);
 }
@@ -319,7 +327,7 @@ static bool is_panon(const struct mpage *p)
 
 void op_free(struct ctx *c)
 {
-	size_t i, lo, hi;
+	size_t i, lo, hi, stop;
 	int ret;
 
 	if (!pick_mapped(c, is_panon, &i)) {
@@ -329,11 +337,16 @@ void op_free(struct ctx *c)
 	grow_run(c, i, is_panon, 512, &lo, &hi);
 	log_op(c, lo, hi, "madvise(FREE) [p%zu, p%zu)", lo, hi);
 	ret = madvise(model_addr(&c->m, lo), (hi - lo) * kapi_page, MADV_FREE) ? -errno : 0;
+	stop = model_first_locked(&c->m, lo, hi);	/* EINVAL there */
+	if (stop < hi) {
+		c->lk.refused++;
+		log_more(c, " (locked at p%zu)", stop);
+	}
 	/* Reclaim may drop a freed page until it is written again. */
-	for (size_t k = lo; k < hi; k++)
+	for (size_t k = lo; k < stop; k++)
 		if (c->m.pg[k].cs == CS_PRIV)
 			c->m.pg[k].cs = CS_EITHER;
-	expect_ret(c, "MADV_FREE", ret, 0);
+	expect_ret(c, "MADV_FREE", ret, stop < hi ? -EINVAL : 0);
 }
 
 void op_populate(struct ctx *c)

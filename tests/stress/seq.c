@@ -66,7 +66,7 @@ static void usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [--seed N] [--ops N] [--time SEC] [--arena-mb MB] [--full-every N]\n"
-		"          [--dir DIR] [--trace] [--watch PAGE]\n"
+		"          [--dir DIR] [--trace] [--watch PAGE] [--types LIST] [--no-pagemap]\n"
 		"  --seed N        the run's seed (default: random; always printed)\n"
 		"  --ops N         operations to run (default 2000, or unbounded with --time)\n"
 		"  --time SEC      stop after SEC seconds (the count printed replays it)\n"
@@ -301,7 +301,16 @@ int main(int argc, char **argv)
 	printf("%s: ops:", c->prog);
 	for (int i = 0; i < ops_count(); i++)
 		printf(" %s %lu", ops_name(i), c->stat_ops[i]);
-	printf("\n%s: replay: %s --seed %llu --ops %llu --arena-mb %zu --full-every %u\n", c->prog,
+	printf("\n%s: locked: %lu refusals predicted, %lu plain mlock (%lu ENOMEM)\n", c->prog,
+	       c->lk.refused, c->lk.mlock_plain, c->lk.mlock_enomem);
+	printf("%s: locked refusals by op:", c->prog);
+	for (int i = 0; i < ops_count(); i++)
+		if (c->lk.refused_by[i])
+			printf(" %s %lu", ops_name(i), c->lk.refused_by[i]);
+	printf("\n%s: uffd: %lu pages filled (%lu of them guarded), %lu EEXIST (%lu guarded), "
+	       "%lu ZEROPAGE ops\n", c->prog, c->uf.filled, c->uf.guard_filled, c->uf.eexist,
+	       c->uf.guard_eexist, c->uf.zeropage);
+	printf("%s: replay: %s --seed %llu --ops %llu --arena-mb %zu --full-every %u\n", c->prog,
 	       c->prog, (unsigned long long)c->seed, (unsigned long long)c->op, c->arena_mb,
 	       c->full_every);
 	return 0;

@@ -41,7 +41,21 @@ struct ctx {
 	int focus_left;
 	unsigned long stat_ops[32];
 	unsigned long faults_seen, full_checks;
+	/* How often the paths of interest were taken, printed at the end. */
+	struct {
+		unsigned long refused;		/* an op met a locked VMA: EINVAL / EOPNOTSUPP */
+		unsigned long mlock_plain, mlock_enomem;	/* plain mlock, and its ENOMEM at a fault */
+		unsigned long refused_by[32];	/* refused, per operation */
+	} lk;
+	struct {
+		unsigned long filled, eexist;		/* pages */
+		unsigned long guard_filled, guard_eexist;	/* of them guarded */
+		unsigned long zeropage;			/* UFFDIO_ZEROPAGE ops */
+	} uf;
 };
+
+/* At most this many locked pages: the VM runs the tester in 48 MiB. */
+#define MAX_LOCKED 1024
 
 /* ops.c: run one random operation. */
 void ops_run_one(struct ctx *c);
@@ -82,6 +96,9 @@ void op_truncate(struct ctx *c);
 void op_punch(struct ctx *c);
 void op_madv_remove(struct ctx *c);
 void op_fork(struct ctx *c);
+void op_mlock(struct ctx *c);
+void op_munlock(struct ctx *c);
+void op_uffd(struct ctx *c);
 
 /* check.c */
 void check_guards(struct ctx *c);		/* pagemap bit 58 and PAGEMAP_SCAN, whole arena */
