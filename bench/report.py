@@ -384,6 +384,15 @@ def report(results):
                            + ("as good or better" if p >= h else f"{(1 - p / h) * 100:.0f}% worse"))
             else:
                 out.append(f"* {what}: not measured on both (native unsupported in the VM?)")
+        # What a system call costs on each: batching saves calls, so it gains more where they are dear.
+        sc = [data[r].get(("overhead-install-16p", "native", n, "null_syscall_pct"))
+              for r in ("host", "vm-patched")
+              for n in sorted({k[2] for k in data[r] if k[0] == "overhead-install-16p"})[:1]]
+        if len(sc) == 2 and all(x is not None for x in sc):
+            out.append(f"* a system call that does nothing costs {sc[0]:.0f}% of a 16-page madvise() "
+                       f"on the host and {sc[1]:.0f}% in the VM: batching saves system calls, so it "
+                       "gains more over mprotect where they are dear, and one call per guard "
+                       "less; compare the two kernels on the same machine, not these ratios alone")
     if any(pngs.values()):
         out += ["", "## Plots", ""]
         for r in order:
