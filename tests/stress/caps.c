@@ -134,44 +134,55 @@ static bool probe_mlock(int *err)
 }
 
 /*
- * What UFFDIO_COPY (zero: UFFDIO_ZEROPAGE) does to a guarded page: 1 it
- * fills it (the guard is gone), 0 EEXIST (the guard stays), -1 neither
- * (the message says what happened instead).
+ * What UFFDIO_COPY (zero: UFFDIO_ZEROPAGE) does to a guarded page of
+ * private anonymous memory, or (shm >= 0) of a MAP_SHARED mapping of the
+ * empty memfd shm: 1 it fills it (the guard is gone), 0 EEXIST (the guard
+ * stays), -1 neither (the message says what happened instead), -2 the
+ * mapping cannot be registered (r_reg: why).
  */
-static int probe_uffd_guard(const char *prog, int fd, bool zero)
+static int probe_uffd_guard(const char *prog, int fd, bool zero, int shm, int *r_reg)
 {
 	static uint64_t src[4096 / 8];
 	const char *what = zero ? "UFFDIO_ZEROPAGE" : "UFFDIO_COPY";
+	const char *where = shm < 0 ? "private anon" : "shmem";
 	size_t pg = kapi_page, idx = 0;
-	char *p = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = shm < 0 ? mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				 -1, 0)
+			  : mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_SHARED, shm, 0);
 	int ret, r, fault = -1;
 	int64_t done = 0;
 	uint64_t v = 0;
 	struct fault f;
 
 	if (p == MAP_FAILED || madvise(p + pg, pg, MADV_GUARD_INSTALL)) {
-		fprintf(stderr, "%s: probe: %s onto a guard: setting up: %s\n", prog, what, strerror(errno));
+		fprintf(stderr, "%s: probe: %s onto a %s guard: setting up: %s\n", prog, what, where,
+			strerror(errno));
+		if (p != MAP_FAILED)
+			munmap(p, 3 * pg);
 		return -1;
 	}
 	pattern_fill(src, pg, 7);
 	r = kapi_uffd_register(fd, (uintptr_t)p, 3 * pg);
-	if (!r) {
-		r = zero ? kapi_uffd_zeropage(fd, (uintptr_t)p + pg, pg, &done)
-			 : kapi_uffd_copy(fd, (uintptr_t)p + pg, src, pg, &done);
-		/* Unregister before touching: a missing page would wait for a handler. */
-		if (kapi_uffd_unregister(fd, (uintptr_t)p, 3 * pg))
-			r = -EPROTO;
-		fault = read_fault(p + pg);
-		if (!fault)
-			probe_read(p + pg, &idx, 1, &v, &f);
+	*r_reg = r;
+	if (r) {
+		munmap(p, 3 * pg);
+		return -2;
 	}
+	r = zero ? kapi_uffd_zeropage(fd, (uintptr_t)p + pg, pg, &done)
+		 : kapi_uffd_copy(fd, (uintptr_t)p + pg, src, pg, &done);
+	/* Unregister before touching: a missing page would wait for a handler. */
+	if (kapi_uffd_unregister(fd, (uintptr_t)p, 3 * pg))
+		r = -EPROTO;
+	fault = read_fault(p + pg);
+	if (!fault)
+		probe_read(p + pg, &idx, 1, &v, &f);
 	if (!r && done == (int64_t)pg && fault == 0 && v == (zero ? 0 : pattern_word(7, 0)))
 		ret = 1;
 	else if (r == -EEXIST && done == -EEXIST && fault == 1)
 		ret = 0;
 	else {
-		fprintf(stderr, "%s: probe: %s onto a guard: %s (done %lld), the page then %s\n",
-			prog, what, kapi_errname(r), (long long)done,
+		fprintf(stderr, "%s: probe: %s onto a %s guard: %s (done %lld), the page then %s\n",
+			prog, what, where, kapi_errname(r), (long long)done,
 			fault == 1 ? "still faults" : fault == 0 ? "reads wrong data" : "faults oddly");
 		ret = -1;
 	}
@@ -179,23 +190,67 @@ static int probe_uffd_guard(const char *prog, int fd, bool zero)
 	return ret;
 }
 
+/*
+ * shmem: a memfd of its own, so that the backing files stay as the
+ * testers expect them. Registering it needs only what anonymous memory
+ * does (UFFD_USER_MODE_ONLY, MISSING); a kernel that refuses it leaves the
+ * testers to anonymous memory.
+ */
+static int probe_uffd_shmem(const char *prog, int fd, struct caps *c)
+{
+	int shm = memfd_create("libguard-stress-uffd-probe", MFD_CLOEXEC);
+	int copy = -1, zero = -1, r = 0;
+
+	if (shm < 0 || ftruncate(shm, (off_t)(3 * kapi_page))) {
+		fprintf(stderr, "%s: probe: userfaultfd on shmem: memfd: %s\n", prog, strerror(errno));
+		if (shm >= 0)
+			close(shm);
+		return -1;
+	}
+	copy = probe_uffd_guard(prog, fd, false, shm, &r);
+	if (copy == -2) {
+		c->uffd_shmem_err = -r;
+		close(shm);
+		return 0;
+	}
+	/* The probe's copy may have left a page: make it missing again. */
+	if (ftruncate(shm, 0) || ftruncate(shm, (off_t)(3 * kapi_page)))
+		copy = -1;
+	else
+		zero = probe_uffd_guard(prog, fd, true, shm, &r);
+	close(shm);
+	if (copy < 0 || zero < 0)
+		return -1;
+	c->uffd_shmem = true;
+	c->uffd_shmem_copy_fills_guard = copy;
+	c->uffd_shmem_zero_fills_guard = zero;
+	return 0;
+}
+
 static int probe_uffd(const char *prog, struct caps *c)
 {
-	int fd = kapi_uffd_open(), copy, zero;
+	int fd = kapi_uffd_open(), copy, zero, r = 0, ret = 0;
 
 	if (fd < 0) {
 		c->uffd_err = -fd;
 		return 0;
 	}
-	copy = probe_uffd_guard(prog, fd, false);
-	zero = probe_uffd_guard(prog, fd, true);
+	copy = probe_uffd_guard(prog, fd, false, -1, &r);
+	zero = copy < 0 ? copy : probe_uffd_guard(prog, fd, true, -1, &r);
+	if (copy == -2 || zero == -2) {
+		/* userfaultfd opens but refuses anonymous memory: nothing to test. */
+		c->uffd_err = -r;
+	} else if (copy < 0 || zero < 0) {
+		ret = -1;
+	} else {
+		c->uffd = true;
+		c->uffd_copy_fills_guard = copy;
+		c->uffd_zero_fills_guard = zero;
+		if (c->type_ok[BT_MEMFD])
+			ret = probe_uffd_shmem(prog, fd, c);
+	}
 	close(fd);
-	if (copy < 0 || zero < 0)
-		return -1;
-	c->uffd = true;
-	c->uffd_copy_fills_guard = copy;
-	c->uffd_zero_fills_guard = zero;
-	return 0;
+	return ret;
 }
 
 int caps_probe(const char *prog, const struct backing *b, struct caps *c)
@@ -276,6 +331,13 @@ int caps_probe(const char *prog, const struct backing *b, struct caps *c)
 	return CAPS_OK;
 }
 
+static const char *fills_str(bool fills)
+{
+	return fills ? "FILLS the page and REMOVES the guard (upstream behaviour: a guard does "
+		       "not stop it)"
+		     : "fails with EEXIST, the guard stays";
+}
+
 void caps_print(const char *prog, const struct caps *c)
 {
 	char yes[256] = "", no[256] = "";
@@ -293,15 +355,20 @@ void caps_print(const char *prog, const struct caps *c)
 		       c->pagemap ? "" : "; guard state checked by fault probes, not pagemap",
 		       c->scan ? "" : "; no PAGEMAP_SCAN checks");
 	printf("%s: mlock2(MLOCK_ONFAULT): %s\n", prog, c->mlock ? "yes" : strerror(c->mlock_err));
-	if (!c->uffd)
+	if (!c->uffd) {
 		printf("%s: userfaultfd: not available (%s)\n", prog,
 		       c->uffd_err ? kapi_errname(c->uffd_err) : "no guards to probe it with");
-	else
+	} else {
 		printf("%s: userfaultfd onto a guard: UFFDIO_COPY %s; UFFDIO_ZEROPAGE %s\n", prog,
-		       c->uffd_copy_fills_guard ? "FILLS the page and REMOVES the guard (upstream "
-						  "behaviour: a guard does not stop it)"
-						: "fails with EEXIST, the guard stays",
-		       c->uffd_zero_fills_guard ? "FILLS the page and REMOVES the guard"
-						: "fails with EEXIST, the guard stays");
+		       fills_str(c->uffd_copy_fills_guard), fills_str(c->uffd_zero_fills_guard));
+		if (!c->uffd_shmem)
+			printf("%s: userfaultfd on shmem: not available (%s)\n", prog,
+			       c->uffd_shmem_err ? kapi_errname(c->uffd_shmem_err)
+						 : "no shmem guards to probe it with");
+		else
+			printf("%s: userfaultfd onto a shmem guard: UFFDIO_COPY %s; UFFDIO_ZEROPAGE "
+			       "%s\n", prog, fills_str(c->uffd_shmem_copy_fills_guard),
+			       fills_str(c->uffd_shmem_zero_fills_guard));
+	}
 	printf("%s: expected by %s: %s\n", prog, c->expect_why, expect_caps_str(c->expect));
 }

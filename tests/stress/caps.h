@@ -25,13 +25,18 @@ struct caps {
 	int mlock_err;
 	bool uffd;			/* userfaultfd works on private anonymous memory */
 	int uffd_err;
+	bool uffd_shmem;		/* and on MAP_SHARED shmem (memfd) */
+	int uffd_shmem_err;
 	/*
 	 * UFFDIO_COPY / UFFDIO_ZEROPAGE onto a guard: fill the page and drop
-	 * the guard (upstream 6.18 does for COPY), or EEXIST with the guard
-	 * kept (our kernel, for both).
+	 * the guard (upstream 6.18 does for COPY, and for both on shmem), or
+	 * EEXIST with the guard kept (our kernel, for all four). Private
+	 * mappings of shmem take the anonymous path.
 	 */
 	bool uffd_copy_fills_guard;
 	bool uffd_zero_fills_guard;
+	bool uffd_shmem_copy_fills_guard;
+	bool uffd_shmem_zero_fills_guard;
 	unsigned int expect;		/* expect_caps() */
 	const char *expect_why;
 };

@@ -1,17 +1,29 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * userfaultfd on private anonymous memory: register a run of pages in
+ * userfaultfd on a run of private anonymous pages, or (where the kernel
+ * registers shmem) of shmem pages: shared anonymous, memfd and tmpfs
+ * mappings, and private mappings of the memfd. Register the run in
  * MISSING mode, resolve it with UFFDIO_COPY of fresh patterns (or
- * UFFDIO_ZEROPAGE), unregister. A page with something in its page table
- * entry (present, swapped) gives EEXIST, where the call stops; a missing
- * one is filled. A guard is what caps.c found at start: filled (the guard
- * gone: upstream's UFFDIO_COPY) or EEXIST (the guard kept).
+ * UFFDIO_ZEROPAGE), unregister. Each call stops at the first page it
+ * refuses (EEXIST); the next starts after it.
+ *
+ * Private pages (anonymous, and private shmem, which takes the anonymous
+ * path) are refused when their page table entry holds something (present,
+ * swapped) and filled when it is empty. Shared shmem pages are refused
+ * when mapped or when their object holds data at that offset; one whose
+ * object shows zero there may be a hole (filled) or an allocated zero
+ * page (refused), which the model does not track, so either answer is
+ * right and the model takes the kernel's. A guard is what caps.c found at
+ * start: filled (the guard gone: upstream) or EEXIST (the guard kept).
+ * ZEROPAGE is not used on private shmem: the zero page it maps there
+ * is dropped by a hole punch, which the model does not follow.
  *
  * Presence is the kernel's, not the model's: it is read from pagemap
  * after registering (khugepaged leaves a registered range alone), and the
- * MADV_FREE'd pages, which reclaim may drop at any moment, are left out.
- * One call works within one VMA, so the run is cut where the kernel's
- * VMAs end. Registering splits VMAs; unregistering must merge them back.
+ * MADV_FREE'd pages, which reclaim may drop at any moment, are left out,
+ * as are shmem pages past their object's end (SIGBUS, EFAULT here). One
+ * call works within one VMA, so the run is cut where the kernel's VMAs
+ * end. Registering splits VMAs; unregistering must merge them back.
  */
 #include "seq.h"
 
@@ -29,12 +41,68 @@ static bool is_panon(const struct mpage *p)
 	return p->type == BT_PANON;
 }
 
-/* Does the kernel refuse page i (pagemap entry e) with EEXIST? */
-static bool refuses(const struct ctx *c, size_t i, uint64_t e, bool zero)
+static bool is_shared_shmem(const struct mpage *p)
 {
-	if (c->m.pg[i].guard)
-		return zero ? !c->caps.uffd_zero_fills_guard : !c->caps.uffd_copy_fills_guard;
-	return (e >> PM_PRESENT_BIT & 1) || (e >> PM_SWAP_BIT & 1);
+	return p->type == BT_SANON || p->type == BT_MEMFD || p->type == BT_TMPFS;
+}
+
+static bool takes_zeropage(const struct mpage *p)
+{
+	return is_panon(p) || is_shared_shmem(p);
+}
+
+static bool takes_copy(const struct mpage *p)
+{
+	return takes_zeropage(p) || p->type == BT_PRIV_SHM;
+}
+
+enum fate { FILLED, REFUSED, EITHER };
+
+static const char *const fate_name[] = { "filled", "refused", "filled or refused" };
+
+/* What the kernel must do with page i (pagemap entry e). */
+static enum fate fate_of(const struct ctx *c, size_t i, uint64_t e, bool zero)
+{
+	const struct mpage *p = &c->m.pg[i];
+	bool fills_guard;
+
+	if (!is_shared_shmem(p)) {
+		fills_guard = zero ? c->caps.uffd_zero_fills_guard : c->caps.uffd_copy_fills_guard;
+		if (p->guard)
+			return fills_guard ? FILLED : REFUSED;
+		return (e >> PM_PRESENT_BIT & 1) || (e >> PM_SWAP_BIT & 1) ? REFUSED : FILLED;
+	}
+	fills_guard = zero ? c->caps.uffd_shmem_zero_fills_guard
+			   : c->caps.uffd_shmem_copy_fills_guard;
+	if (p->guard && !fills_guard)
+		return REFUSED;
+	if (!p->guard && (e >> PM_PRESENT_BIT & 1))
+		return REFUSED;
+	return c->m.obj[p->obj].content[p->off] ? REFUSED : EITHER;
+}
+
+/* Left out of the calls: MADV_FREE'd, or a shmem page past its object's end. */
+static bool left_out(const struct model *m, size_t i)
+{
+	const struct mpage *p = &m->pg[i];
+
+	if (p->type == BT_PANON)
+		return p->cs == CS_EITHER;
+	return p->off >= m->obj[p->obj].size;
+}
+
+/* Where a call on [at, end) stopped: end, or the page it refused; SIZE_MAX: neither. */
+static size_t stop_page(size_t at, size_t end, int r, int64_t done)
+{
+	int64_t len = (int64_t)((end - at) * kapi_page);
+
+	if (r == 0 && done == len)
+		return end;
+	if (r == -EEXIST && done == -EEXIST)
+		return at;
+	if (r == -EAGAIN && done > 0 && done < len && done % (int64_t)kapi_page == 0)
+		return at + (size_t)done / kapi_page;
+	return SIZE_MAX;
 }
 
 void op_uffd(struct ctx *c)
@@ -46,16 +114,19 @@ void op_uffd(struct ctx *c)
 	const char *what = zero ? "UFFDIO_ZEROPAGE" : "UFFDIO_COPY";
 	size_t i, lo, hi, at;
 	uintptr_t vs, ve;
+	bool (*ok)(const struct mpage *p) = !c->caps.uffd_shmem ? is_panon
+					    : zero ? takes_zeropage : takes_copy;
 	uint32_t pat0 = 0;
-	char bad[256] = "";
+	char bad[512] = "";
 	long bad_page = -1;
 	int fd, before, after, r;
+	int64_t done;
 
-	if (!pick_mapped(c, is_panon, &i)) {
-		log_op(c, 0, 0, "uffd: no private anon page");
+	if (!pick_mapped(c, ok, &i)) {
+		log_op(c, 0, 0, "uffd: no page userfaultfd can register");
 		return;
 	}
-	grow_run(c, i, is_panon, UFFD_MAX, &lo, &hi);
+	grow_run(c, i, ok, UFFD_MAX, &lo, &hi);
 	if (hi - lo > UFFD_MAX)
 		hi = lo + UFFD_MAX;	/* grow_run() may give one more, to reach i */
 	if (!zero) {
@@ -76,8 +147,7 @@ void op_uffd(struct ctx *c)
 		fail(c, -1, "userfaultfd worked at start, now: %s", kapi_errname(fd));
 	r = kapi_uffd_register(fd, (uintptr_t)model_addr(m, lo), (hi - lo) * kapi_page);
 	if (r)
-		fail(c, (long)lo, "UFFDIO_REGISTER [p%zu, p%zu) of private anon: %s", lo, hi,
-		     kapi_errname(r));
+		fail(c, (long)lo, "UFFDIO_REGISTER [p%zu, p%zu): %s", lo, hi, kapi_errname(r));
 	/*
 	 * Nothing may touch the range now: a missing page would wait for a
 	 * handler that is not there. Failures are reported after unregistering.
@@ -86,27 +156,26 @@ void op_uffd(struct ctx *c)
 	if (r)
 		snprintf(bad, sizeof(bad), "reading pagemap: %s", kapi_errname(r));
 	for (at = lo; at < hi && !*bad;) {
-		size_t end = at, k;
-		int64_t done, want_done;
-		int want;
+		size_t end = at, k, first_refused, stop;
 
-		if (m->pg[at].cs == CS_EITHER) {
+		if (left_out(m, at)) {
 			at++;
 			continue;
 		}
-		while (end < hi && m->pg[end].cs != CS_EITHER)
+		while (end < hi && !left_out(m, end))
 			end++;
 		/* One call works within one VMA (ENOENT otherwise): the kernel's, as in mremap. */
 		r = kapi_vma_of((uintptr_t)model_addr(m, at), &vs, &ve);
 		if (r) {
-			snprintf(bad, sizeof(bad), "p%zu is private anon in the model but in no VMA", at);
+			snprintf(bad, sizeof(bad), "p%zu is %s in the model but in no VMA", at,
+				 btype_name[m->pg[at].type]);
 			bad_page = (long)at;
 			break;
 		}
 		if (ve < (uintptr_t)model_addr(m, end))
 			end = (ve - m->base) / kapi_page;
-		for (k = at; k < end; k++)
-			if (refuses(c, k, pm[k - lo], zero))
+		for (first_refused = at; first_refused < end; first_refused++)
+			if (fate_of(c, first_refused, pm[first_refused - lo], zero) == REFUSED)
 				break;
 		if (zero)
 			r = kapi_uffd_zeropage(fd, (uintptr_t)model_addr(m, at), (end - at) * kapi_page,
@@ -115,35 +184,49 @@ void op_uffd(struct ctx *c)
 			r = kapi_uffd_copy(fd, (uintptr_t)model_addr(m, at),
 					   (char *)src + (at - lo) * kapi_page, (end - at) * kapi_page,
 					   &done);
-		/* The whole range; or it stopped at k: EEXIST, or EAGAIN with the bytes before k. */
-		want = k == end ? 0 : k == at ? -EEXIST : -EAGAIN;
-		want_done = k == at && k < end ? -EEXIST : (int64_t)((k - at) * kapi_page);
 		log_more(c, " [p%zu, p%zu) -> %s %lld", at, end, kapi_errname(r), (long long)done);
-		if (r != want || done != want_done) {
-			snprintf(bad, sizeof(bad), "%s [p%zu, p%zu) returned %s with %lld bytes done, "
-				 "the model expects %s with %lld (p%zu is %s%s in pagemap)", what, at,
-				 end, kapi_errname(r), (long long)done, kapi_errname(want),
-				 (long long)want_done, k < end ? k : end - 1,
-				 m->pg[k < end ? k : end - 1].guard ? "guarded, " : "",
-				 pm[(k < end ? k : end - 1) - lo] >> PM_PRESENT_BIT & 1 ? "present" :
-				 pm[(k < end ? k : end - 1) - lo] >> PM_SWAP_BIT & 1 ? "swapped" : "none");
-			bad_page = (long)(k < end ? k : at);
+		/*
+		 * Every page before the stop filled, the stop refused: the stop
+		 * no later than the first page that must be refused, and not a
+		 * page that must be filled.
+		 */
+		stop = stop_page(at, end, r, done);
+		if (stop == SIZE_MAX || stop > first_refused ||
+		    (stop < end && fate_of(c, stop, pm[stop - lo], zero) == FILLED)) {
+			/* The page it got wrong: the one it went past, or the one it stopped at. */
+			k = stop == SIZE_MAX ? at : stop > first_refused ? first_refused : stop;
+			snprintf(bad, sizeof(bad), "%s [p%zu, p%zu) returned %s with %lld bytes done; "
+				 "the model wants it to stop by p%zu (p%zu: %s in the model, %s%s in "
+				 "pagemap, to be %s)", what, at, end, kapi_errname(r), (long long)done,
+				 first_refused, k, btype_name[m->pg[k].type],
+				 m->pg[k].guard ? "guarded, " : "",
+				 pm[k - lo] >> PM_PRESENT_BIT & 1 ? "present" :
+				 pm[k - lo] >> PM_SWAP_BIT & 1 ? "swapped" : "none",
+				 fate_name[fate_of(c, k, pm[k - lo], zero)]);
+			bad_page = (long)k;
 			break;
 		}
-		for (size_t j = at; j < k; j++) {
+		for (size_t j = at; j < stop; j++) {
 			struct mpage *p = &m->pg[j];
+			uint32_t pat = zero ? 0 : pat0 + (uint32_t)(j - lo);
 
 			c->uf.filled++;
 			c->uf.guard_filled += p->guard;
+			c->uf.shmem_filled += p->type != BT_PANON;
 			p->guard = 0;
-			p->cs = zero ? CS_ZERO : CS_PRIV;
-			p->pat = zero ? 0 : pat0 + (uint32_t)(j - lo);
+			if (is_shared_shmem(p)) {
+				m->obj[p->obj].content[p->off] = pat;
+			} else {
+				p->cs = zero ? CS_ZERO : CS_PRIV;
+				p->pat = pat;
+			}
 		}
-		if (k < end) {
+		if (stop < end) {
 			c->uf.eexist++;
-			c->uf.guard_eexist += m->pg[k].guard;
+			c->uf.guard_eexist += m->pg[stop].guard;
+			c->uf.shmem_eexist += m->pg[stop].type != BT_PANON;
 		}
-		at = k + 1;	/* a fault handler would go on after the page it can't fill */
+		at = stop + 1;	/* a fault handler would go on after the page it can't fill */
 	}
 	r = kapi_uffd_unregister(fd, (uintptr_t)model_addr(m, lo), (hi - lo) * kapi_page);
 	close(fd);

@@ -307,9 +307,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < ops_count(); i++)
 		if (c->lk.refused_by[i])
 			printf(" %s %lu", ops_name(i), c->lk.refused_by[i]);
-	printf("\n%s: uffd: %lu pages filled (%lu of them guarded), %lu EEXIST (%lu guarded), "
-	       "%lu ZEROPAGE ops\n", c->prog, c->uf.filled, c->uf.guard_filled, c->uf.eexist,
-	       c->uf.guard_eexist, c->uf.zeropage);
+	printf("\n%s: uffd: %lu pages filled (%lu of them guarded, %lu shmem), %lu EEXIST "
+	       "(%lu guarded, %lu shmem), %lu ZEROPAGE ops\n", c->prog, c->uf.filled,
+	       c->uf.guard_filled, c->uf.shmem_filled, c->uf.eexist, c->uf.guard_eexist,
+	       c->uf.shmem_eexist, c->uf.zeropage);
 	printf("%s: replay: %s --seed %llu --ops %llu --arena-mb %zu --full-every %u\n", c->prog,
 	       c->prog, (unsigned long long)c->seed, (unsigned long long)c->op, c->arena_mb,
 	       c->full_every);

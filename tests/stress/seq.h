@@ -51,6 +51,7 @@ struct ctx {
 		unsigned long filled, eexist;		/* pages */
 		unsigned long guard_filled, guard_eexist;	/* of them guarded */
 		unsigned long zeropage;			/* UFFDIO_ZEROPAGE ops */
+		unsigned long shmem_filled, shmem_eexist;	/* of them shmem */
 	} uf;
 };
 
