@@ -238,8 +238,10 @@ static int probe_uffd(const char *prog, struct caps *c)
 	copy = probe_uffd_guard(prog, fd, false, -1, &r);
 	zero = copy < 0 ? copy : probe_uffd_guard(prog, fd, true, -1, &r);
 	if (copy == -2 || zero == -2) {
-		/* userfaultfd opens but refuses anonymous memory: nothing to test. */
-		c->uffd_err = -r;
+		/* It opens, so MISSING mode on anonymous memory must register. */
+		fprintf(stderr, "%s: probe: UFFDIO_REGISTER of private anon memory: %s\n", prog,
+			kapi_errname(r));
+		ret = -1;
 	} else if (copy < 0 || zero < 0) {
 		ret = -1;
 	} else {
