@@ -17,6 +17,8 @@ static const struct {
 	{ "pagemap", EXPECT_PAGEMAP },
 	{ "pagemap_scan", EXPECT_PAGEMAP_SCAN },
 	{ "process_madvise", EXPECT_PROCESS_MADVISE },
+	{ "maybe_guard", EXPECT_MAYBE_GUARD },
+	{ "pidfd_self", EXPECT_PIDFD_SELF },
 };
 
 static unsigned int parse_caps(const char *list)
@@ -63,8 +65,13 @@ unsigned int expect_caps(const char **why)
 	if (major > 6 || (major == 6 && minor >= 13))
 		caps |= EXPECT_ANON | EXPECT_PROCESS_MADVISE;
 	if (major > 6 || (major == 6 && minor >= 15))
+		caps |= EXPECT_PIDFD_SELF;
+	if (major > 6 || (major == 6 && minor >= 15))
 		caps |= EXPECT_SHMEM | EXPECT_FILE | EXPECT_READONLY | EXPECT_PAGEMAP |
 			EXPECT_PAGEMAP_SCAN;
+	/* VM_MAYBE_GUARD, smaps "gu": 6.19 (some vendor 6.18s have it too). */
+	if (major > 6 || (major == 6 && minor >= 19))
+		caps |= EXPECT_MAYBE_GUARD;
 	snprintf(reason, sizeof(reason), "upstream kernel %u.%u on the host", major, minor);
 	*why = reason;
 	return caps;

@@ -15,6 +15,8 @@ enum expect_cap {
 	EXPECT_PAGEMAP = 1u << 4,	/* /proc/PID/pagemap bit 58 */
 	EXPECT_PAGEMAP_SCAN = 1u << 5,	/* PAGEMAP_SCAN PAGE_IS_GUARD */
 	EXPECT_PROCESS_MADVISE = 1u << 6, /* guard advice via process_madvise() */
+	EXPECT_MAYBE_GUARD = 1u << 7,	/* smaps VmFlags "gu" once guarded */
+	EXPECT_PIDFD_SELF = 1u << 8,	/* PIDFD_SELF_* in pidfd_send_signal() */
 };
 
 /*
