@@ -229,7 +229,7 @@ static void setup_sysfs(void)
 		}
 		selected(k->old);
 		/* shmem: only from never (deny stays: that is a decision, not a default). */
-		if (i == 0 && strcmp(k->old, "never"))
+		if ((i == 0 && strcmp(k->old, "never")) || !strcmp(k->old, k->value))
 			continue;
 		r = write_file(k->path, k->value);
 		if (r) {
@@ -839,15 +839,6 @@ int main(int argc, char **argv)
 	printf("%s: seed %llu, kernel %s, %zu PMDs a region, %d installer(s), %d collapser(s), %.0f s "
 	       "over %d backing(s)%s\n", prog, (unsigned long long)seed, u.release, npmds, ninstallers,
 	       ncollapsers, secs, nwant, max_installs ? " (or the iteration bound)" : "");
-	if (sysfs)
-		setup_sysfs();
-	if (!read_file(THP "enabled", thp, sizeof(thp)))
-		selected(thp);
-	if (!read_file(THP "shmem_enabled", shm, sizeof(shm)))
-		selected(shm);
-	printf("%s: THP enabled=%s, shmem_enabled=%s, khugepaged scan_sleep_millisecs=%lu\n", prog, thp,
-	       shm, khugepaged_stat("scan_sleep_millisecs"));
-
 	if (backing_open(&bk, dir))
 		return 1;
 	if (!dir)
@@ -857,6 +848,15 @@ int main(int argc, char **argv)
 	if (r != CAPS_OK)
 		return r;
 	caps_print(prog, &caps);
+	if (sysfs)
+		setup_sysfs();
+	if (!read_file(THP "enabled", thp, sizeof(thp)))
+		selected(thp);
+	if (!read_file(THP "shmem_enabled", shm, sizeof(shm)))
+		selected(shm);
+	printf("%s: THP enabled=%s, shmem_enabled=%s, khugepaged scan_sleep_millisecs=%lu\n", prog, thp,
+	       shm, khugepaged_stat("scan_sleep_millisecs"));
+
 	printf("%s: file on %s (%s)%s%s\n", prog, dir, bk.dir_fs, *bk.note ? "; " : "", bk.note);
 	pmfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (pmfd < 0)
