@@ -96,6 +96,7 @@ static atomic_ulong target[MAX_THREADS];	/* the boundary each installer works on
 static int ninstallers = 1, ncollapsers = 2;
 static unsigned long max_installs;
 static bool no_dontneed, no_remap;	/* --ops collapse: MADV_COLLAPSE only */
+static bool collapse_only;		/* --probe-collapse: no guards needed */
 
 /* Counts for the current backing. */
 static atomic_ulong n_installs, n_pages, n_install_err[NERR], n_collapse_ok, n_collapse_err[NERR],
@@ -346,7 +347,7 @@ static int collapse(size_t first, size_t n)
 static const char *collapse_hint(enum rtype t, int err)
 {
 	if (err == EINVAL && (t == R_FILE_SHARED || t == R_FILE_PRIVATE))
-		return " (file THP needs CONFIG_READ_ONLY_THP_FOR_FS; the host's kernel may lack it)";
+		return " (file THP needs CONFIG_READ_ONLY_THP_FOR_FS, which this kernel may lack)";
 	if (err == EINVAL && t == R_SHMEM)
 		return " (shmem THP denied: /sys/kernel/mm/transparent_hugepage/shmem_enabled)";
 	if (err == EINVAL)
@@ -393,13 +394,15 @@ static int setup_region(enum rtype t, const char *dir, char *why, size_t whylen)
 	populate(0, npmds);
 
 	/* Guards on this very mapping. */
-	if (madvise(region + kapi_page, kapi_page, MADV_GUARD_INSTALL)) {
+	if (collapse_only) {
+		/* nothing to guard with */
+	} else if (madvise(region + kapi_page, kapi_page, MADV_GUARD_INSTALL)) {
 		err = errno;
 		snprintf(why, whylen, "no guard regions in %s mappings here (MADV_GUARD_INSTALL: %s)",
 			 rtype_name[t], kapi_errname(err));
 		return -1;
 	}
-	if (madvise(region + kapi_page, kapi_page, MADV_GUARD_REMOVE))
+	if (!collapse_only && madvise(region + kapi_page, kapi_page, MADV_GUARD_REMOVE))
 		die("MADV_GUARD_REMOVE on %s: %s", rtype_name[t], strerror(errno));
 
 	/* A first collapse of every PMD; a busy page (EAGAIN) gets a few more tries. */
@@ -755,7 +758,8 @@ static void usage(void)
 		"  --dir DIR         where the file goes (default $LIBGUARD_SCRATCH, else .)\n"
 		"  --ops LIST        what collapsers do besides MADV_COLLAPSE: dontneed, remap\n"
 		"                    (default dontneed,remap; 'none' for collapses only)\n"
-		"  --setup-sysfs     guest only: shmem THP on, khugepaged without sleeps\n",
+		"  --setup-sysfs     guest only: shmem THP on, khugepaged without sleeps\n"
+		"  --probe-collapse  only say on which backings MADV_COLLAPSE works (any kernel)\n",
 		prog, MAX_PMDS);
 	exit(2);
 }
@@ -773,6 +777,7 @@ int main(int argc, char **argv)
 		{ "collapsers", required_argument, NULL, 'C' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "ops", required_argument, NULL, 'o' },
+		{ "probe-collapse", no_argument, NULL, 'P' },
 		{ "setup-sysfs", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -804,6 +809,7 @@ int main(int argc, char **argv)
 			no_remap = !strstr(optarg, "remap");
 			break;
 		case 'S': sysfs = true; break;
+		case 'P': collapse_only = true; break;
 		default: usage();
 		}
 		if (end && *end) {
@@ -844,6 +850,23 @@ int main(int argc, char **argv)
 	if (!dir)
 		dir = bk.dir;
 	probe_init(on_unexpected);
+	if (collapse_only) {
+		/* Is THP collapse there to race with, guards or not? */
+		if (sysfs)
+			setup_sysfs();
+		for (int t = 0; t < R_COUNT; t++) {
+			char w[512];
+
+			if (!want[t])
+				continue;
+			if (setup_region((enum rtype)t, dir, w, sizeof(w)))
+				printf("%s: %s: %s\n", prog, rtype_name[t], w);
+			else
+				printf("%s: %s: MADV_COLLAPSE works\n", prog, rtype_name[t]);
+			teardown_region();
+		}
+		return 0;
+	}
 	r = caps_probe(prog, &bk, &caps);
 	if (r != CAPS_OK)
 		return r;
