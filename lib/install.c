@@ -157,17 +157,20 @@ static inline LG_HOT int native_remove(uintptr_t start, uintptr_t end)
 static __attribute__((noinline)) int remove_checked(uintptr_t start, uintptr_t end,
 						    unsigned int flags, unsigned int caps)
 {
-	/* Otherwise a hole would be found after some guards were gone. */
-	int ret = lg_range_mapped((void *)start, end - start);
+	int ret;
 
+	/*
+	 * Holes are refused first: otherwise one would be found after some
+	 * guards were gone. The fallback checks the range itself, with the
+	 * lookups it makes anyway. Removal takes away guards of both kinds,
+	 * whatever the policy.
+	 */
+	if (!(flags & GUARD_NATIVE) && lg_fallback_any())
+		ret = lg_fallback_remove(start, end);
+	else
+		ret = lg_range_mapped((void *)start, end - start);
 	if (ret)
 		return ret;
-	/* Removal takes away guards of both kinds, whatever the policy. */
-	if (!(flags & GUARD_NATIVE) && lg_fallback_any()) {
-		ret = lg_fallback_remove(start, end);
-		if (ret)
-			return ret;
-	}
 	if (!(flags & GUARD_FALLBACK) && (caps & GUARD_CAP_NATIVE_MASK))
 		ret = native_remove(start, end);
 	return ret;

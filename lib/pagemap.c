@@ -1,85 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The process's own /proc/self/pagemap, opened once and kept, and the one
- * PAGEMAP_SCAN that a multi-page native install needs before it calls the
- * kernel.
- *
- * Why keep it: opening a /proc file costs more than the madvise() it
- * serves (two system calls, a path walk and an mm lookup: 4 us or more
- * against 1.5 us for a 16-page install on the bench host). Why it is safe to
- * keep: the descriptor names the mm it was opened in, so a fork() child
- * must not use its parent's; the atfork child handler (fallback.c) drops
- * it there, and the child opens its own on first use. It is O_CLOEXEC,
- * so exec drops it too. A program that closes descriptors it does not own
- * (closefrom() in a daemon) can leave the number naming another file:
- * every error from it is checked against the inode it was opened as, and
- * a descriptor that is no longer ours is forgotten (not closed: the number
- * is someone else's now) and opened again, once.
+ * The one PAGEMAP_SCAN that a multi-page native install needs before it
+ * calls the kernel, on the kept /proc/self/pagemap (proc.c).
  */
 #include "internal.h"
 
-#include <fcntl.h>
-#include <stdatomic.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-static atomic_int cached = -1;	/* written under lg_lock(), read without */
-static dev_t cached_dev;
-static ino_t cached_ino;
-
-int lg_pagemap_fd(void)
-{
-	int fd = atomic_load_explicit(&cached, memory_order_acquire);
-	struct stat st;
-
-	if (fd >= 0)
-		return fd;
-	/* lg_lock() also registers the handler that drops it after fork(). */
-	lg_lock();
-	fd = atomic_load_explicit(&cached, memory_order_relaxed);
-	if (fd < 0) {
-		fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			fd = -errno;
-		} else if (fstat(fd, &st)) {
-			int err = errno;
-
-			close(fd);
-			fd = -err;
-		} else {
-			cached_dev = st.st_dev;
-			cached_ino = st.st_ino;
-			atomic_store_explicit(&cached, fd, memory_order_release);
-		}
-	}
-	lg_unlock();
-	return fd;
-}
-
-bool lg_pagemap_lost(int fd)
-{
-	struct stat st;
-	bool lost = false;
-
-	lg_lock();
-	if (atomic_load_explicit(&cached, memory_order_relaxed) != fd) {
-		lost = true;	/* another thread found it so and opened anew */
-	} else if (fstat(fd, &st) || st.st_dev != cached_dev || st.st_ino != cached_ino) {
-		atomic_store_explicit(&cached, -1, memory_order_relaxed);
-		lost = true;
-	}
-	lg_unlock();
-	return lost;
-}
-
-/* Called in the child of fork(), with lg_lock() held, one thread running. */
-void lg_pagemap_after_fork_child(void)
-{
-	int fd = atomic_exchange_explicit(&cached, -1, memory_order_relaxed);
-
-	if (fd >= 0)
-		close(fd);	/* the child's copy of the parent's */
-}
 
 int lg_scan_layout(lg_scan_fn *scan, void *ctx, uintptr_t start, uintptr_t end,
 		   struct lg_runs *guards)
@@ -141,12 +67,12 @@ int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before)
 		return ret ? ret : lg_native_guards(start, end, before);
 	}
 	for (int tries = 0;; tries++) {
-		fd = lg_pagemap_fd();
+		fd = lg_proc_fd(LG_PROC_PAGEMAP);
 		if (fd < 0)
 			return fd;
 		before->n = 0;
 		ret = lg_scan_layout(scan_ioctl, &fd, start, end, before);
-		if (ret >= 0 || tries || !lg_pagemap_lost(fd))
+		if (ret >= 0 || tries || !lg_proc_lost(LG_PROC_PAGEMAP, fd))
 			break;
 	}
 	if (!ret)

@@ -178,18 +178,18 @@ int lg_native_guards(uintptr_t start, uintptr_t end, struct lg_runs *runs)
 	if (!(caps & (GUARD_CAP_PAGEMAP_SCAN | GUARD_CAP_PAGEMAP)))
 		return -EOPNOTSUPP;
 	/*
-	 * PAGEMAP_SCAN through the kept descriptor (pagemap.c): on a number
+	 * PAGEMAP_SCAN through the kept descriptor (proc.c): on a number
 	 * that names another file now the ioctl fails, and is retried once on
 	 * a fresh one. pread() would succeed on any file, with garbage: for
 	 * bit 58 the file is opened per call.
 	 */
 	for (int tries = 0; caps & GUARD_CAP_PAGEMAP_SCAN; tries++) {
-		fd = lg_pagemap_fd();
+		fd = lg_proc_fd(LG_PROC_PAGEMAP);
 		if (fd < 0)
 			return fd;
 		runs->n = 0;
 		ret = lg_pagemap_guards(fd, start, end, runs);
-		if (ret >= 0 || tries || !lg_pagemap_lost(fd))
+		if (ret >= 0 || tries || !lg_proc_lost(LG_PROC_PAGEMAP, fd))
 			return ret;
 	}
 	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
