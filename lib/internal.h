@@ -204,7 +204,7 @@ static inline bool lg_forced_fallback(void)
 	return lg_probe_word() & LG_FORCED;
 }
 
-/* query.c: guarded runs of a range, from PAGEMAP_SCAN or pagemap. */
+/* pagemap.c: guarded runs of a range, from PAGEMAP_SCAN or pagemap. */
 struct lg_run {
 	uintptr_t start, end;
 };
@@ -251,13 +251,6 @@ int lg_proc_fd_locked(enum lg_proc which);
 bool lg_proc_lost_locked(enum lg_proc which, int fd);
 void lg_proc_after_fork_child(void);
 
-/*
- * Before a multi-page native install: 0 when [start, end) is wholly
- * mapped, with its native guards in *before; -ENOMEM for a hole;
- * -EOPNOTSUPP when the range is mapped but the kernel can't report
- * guards; or another -errno. One PAGEMAP_SCAN where the kernel has it.
- */
-int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before);
 /*
  * The scan behind it, from any source of PAGEMAP_SCAN answers (the fuzz
  * targets' too): every page of interest, only the guard bit returned, so
@@ -358,6 +351,19 @@ int lg_elf_guard_loads(uintptr_t bias, const struct lg_loads *loads, const char 
 		       unsigned int flags, struct lg_elf_report *rep);
 /* Number of VMAs meeting [start, end), or -errno. */
 int lg_vma_count(uintptr_t start, uintptr_t end);
+
+/* native.c: the native method beyond one page. */
+/*
+ * Before a multi-page native install: 0 when [start, end) is wholly
+ * mapped, with its native guards in *before; -ENOMEM for a hole;
+ * -EOPNOTSUPP when the range is mapped but the kernel can't report
+ * guards; or another -errno. One PAGEMAP_SCAN where the kernel has it.
+ */
+int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before);
+/* A multi-page install: refused over a hole, undone exactly on failure. */
+int lg_native_install_range(uintptr_t start, uintptr_t end);
+/* Removal VMA by VMA, after the kernel stopped at one that can't have guards. */
+int lg_native_remove_around(uintptr_t start, uintptr_t end);
 
 /* install.c: one range, native first, fallback by policy. */
 int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags);
