@@ -27,7 +27,13 @@
 
 #include "helpers/guardtest.h"
 
-#define FORKS 2000
+/* The count; LIBGUARD_TEST_FORKS may change it (a slow debug kernel). */
+static int forks(void)
+{
+	const char *e = getenv("LIBGUARD_TEST_FORKS");
+
+	return e && atoi(e) > 0 ? atoi(e) : 2000;
+}
 
 /* The program's own lock, taken by its own atfork handlers (an allocator's). */
 static pthread_mutex_t caller_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -100,7 +106,7 @@ static void fork_loop(enum work w)
 	/* a watchdog for a hang, not a timing: generous even under TCG */
 	alarm(600);
 	assert_int_equal(pthread_create(&t, NULL, worker, (void *)(intptr_t)w), 0);
-	for (int i = 0; i < FORKS; i++) {
+	for (int i = 0, n = forks(); i < n; i++) {
 		int status;
 		pid_t pid = fork();
 
