@@ -44,12 +44,18 @@ BASELINE = {
     "stacks": ["mprotect", "glibc-default"],
     "files": ["mprotect"],
     "arena-setup": ["libguard-fallback"], "arena-ops": ["libguard-fallback"],
+    "fallback-install-1p": ["mprotect"], "fallback-remove-1p": ["mprotect"],
+    "fallback-install-4p": ["mprotect"], "fallback-remove-4p": ["mprotect"],
 }
+FALLBACK_BENCHES = ["fallback-install-1p", "fallback-remove-1p", "fallback-install-4p",
+                    "fallback-remove-4p"]
 OVERHEAD_RAW = {"overhead-install-1p": "native", "overhead-install-16p": "native",
                 "overhead-batch": "native-batched", "overhead-remove": "native"}
 ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "collateral-maps",
          "stacks", "files", "arena-setup", "arena-ops", "overhead-install-1p",
-         "overhead-install-16p", "overhead-batch", "overhead-remove"]
+         "overhead-install-16p", "overhead-batch", "overhead-remove",
+         "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
+         "mlock"]
 TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map")
 # overhead-install-16p's floor measurements -> their share of the raw madvise()
 FLOOR_METRICS = {"ns_null_syscall": "null_syscall_pct", "ns_pagemap_scan": "pagemap_scan_pct"}
@@ -283,6 +289,25 @@ def targets(d):
                         "16-page madvise(): getppid() / guard_install()'s PAGEMAP_SCAN",
                         cell(d, b, "native", n, "null_syscall_pct") + " / " +
                         cell(d, b, "native", n, "pagemap_scan_pct"), None))
+    # 5: the fallback within 1.3x of mprotect (+MADV_DONTNEED) at every N (issue 18)
+    for b in FALLBACK_BENCHES:
+        ns = sorted(n for (bb, m, n, met) in d
+                    if bb == b and m == "libguard-fallback" and met == "speedup_vs_mprotect")
+        name = f"{b}: libguard-fallback within 1.3x of mprotect at every N"
+        if not ns:
+            continue
+        worst = max(ns, key=lambda n: 1 / d[(b, "libguard-fallback", n, "speedup_vs_mprotect")])
+        r = 1 / d[(b, "libguard-fallback", worst, "speedup_vs_mprotect")]
+        best = min(1 / d[(b, "libguard-fallback", n, "speedup_vs_mprotect")] for n in ns)
+        out.append((name, f"{best:.2f}x..{r:.2f}x (worst at N = {worst:,}; N = {ns[0]:,}.."
+                    f"{ns[-1]:,})", r <= 1.3))
+    # 6: mlock linear: twice the guards cost at most 2.5x the time
+    a, b2 = (d.get(("mlock", "libguard-fallback", n, "ns_per_guard")) for n in (1000, 2000))
+    if a and b2:
+        r = 2 * b2 / a
+        out.append(("mlock: 2000 guards cost ≤ 2.5x the time of 1000", f"{r:.2f}x", r <= 2.5))
+    elif ("mlock", "libguard-fallback", 1000, "unsupported") in d:
+        out.append(("mlock: 2000 guards cost ≤ 2.5x the time of 1000", "unsupported", None))
     return out
 
 

@@ -16,6 +16,7 @@
 #endif
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,13 @@ static int touch_in_child(char *p)
 	if (WIFSIGNALED(status))
 		return WTERMSIG(status);
 	return WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static bool is_shmem(int fd)
+{
+	struct statfs st;
+
+	return !fstatfs(fd, &st) && st.f_type == 0x01021994;
 }
 
 static const char *fs_name(int fd)
@@ -90,7 +98,9 @@ int main(int argc, char **argv)
 	const char *dir = argc > 1 ? argv[1] : getenv("LIBGUARD_SCRATCH");
 	char path[4096], buf[32];
 	unsigned char vec[PAGES];
-	unsigned int caps;
+	unsigned int caps, cap;
+	const char *force;
+	bool forced;
 	int fd, ret, failures = 0;
 	char *map;
 
@@ -122,10 +132,15 @@ int main(int argc, char **argv)
 	}
 
 	caps = guard_probe();
+	force = getenv("LIBGUARD_FORCE_FALLBACK");
+	forced = force && *force && strcmp(force, "0") != 0;
+	/* a file on tmpfs is shmem to the kernel: that capability decides */
+	cap = is_shmem(fd) ? GUARD_CAP_SHMEM : GUARD_CAP_FILE;
 	printf("file-guard: a %d-page MAP_SHARED mapping of a file on %s\n", PAGES, fs_name(fd));
-	printf("file-guard: kernel guard regions in file mappings: %s%s\n",
-	       (caps & GUARD_CAP_FILE) ? "yes" : "no (libguard will use mprotect)",
-	       getenv("LIBGUARD_FORCE_FALLBACK") ? "; LIBGUARD_FORCE_FALLBACK is set" : "");
+	printf("file-guard: kernel guard regions in %s mappings: %s%s\n",
+	       cap == GUARD_CAP_SHMEM ? "shmem" : "file",
+	       (caps & cap) ? "yes" : "no (libguard will use mprotect)",
+	       forced ? "; LIBGUARD_FORCE_FALLBACK is set (libguard will use mprotect)" : "");
 
 	ret = guard_install(map + page, page, 0);
 	if (ret) {
@@ -143,6 +158,10 @@ int main(int argc, char **argv)
 		printf("file-guard: guard_query: the kernel can't report native guards\n");
 	} else if (ret || !vec[1] || vec[0] || vec[2]) {
 		fprintf(stderr, "file-guard: guard_query disagrees (%d: %d %d %d)\n", ret, vec[0], vec[1], vec[2]);
+		failures++;
+	} else if (!!(vec[1] & GUARD_QUERY_NATIVE) != (!forced && (caps & cap))) {
+		/* the two lines above must tell the same story */
+		fprintf(stderr, "file-guard: the probe's answer and the method used disagree\n");
 		failures++;
 	}
 

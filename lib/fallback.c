@@ -1,355 +1,438 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The mprotect(PROT_NONE) method, for kernels or mappings without native
- * guards, and the record that makes it reversible: a sorted array of
- * disjoint intervals, each with the protection it had before the library
- * protected it, under the library's one mutex (held across fork() so a
- * child never inherits it locked; registry.c shares it).
+ * guards, and the record that makes it reversible (records.c): for each
+ * protected piece, the protection it had and what the kernel said of its
+ * VMA then (file or anonymous, shared or private, device, inode, offset,
+ * whether the piece began or ended its VMA).
+ *
+ * A record is acted on only while the VMA at its place still matches
+ * (same_vma()): PROT_NONE, the same file at the same offset (or anonymous
+ * again), and no wider than the kernel could have made it by merging
+ * PROT_NONE neighbours at the piece's ends. One that doesn't match is
+ * stale (the caller unmapped, moved or re-protected the memory) and is
+ * forgotten, never restored: guard_remove() must not make accessible
+ * memory the library did not protect. What the kernel does not report
+ * can't be checked: an anonymous PROT_NONE mapping put exactly in the
+ * place of a guard that was a whole VMA (or merging with PROT_NONE memory
+ * only where the guard could) looks like the guard; see libguard(7).
+ *
+ * Cost per call: one PROCMAP_QUERY per VMA of the range on the kept
+ * /proc/self/maps (proc.c), O(log n) in the records, the mprotect() (and
+ * for install the MADV_DONTNEED). All under lg_lock() (lock.c).
  */
 #include "internal.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
-struct rec {
-	uintptr_t start, end;
-	int prot;
-};
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static struct rec *recs;
-static size_t nrecs, caprecs;
-size_t lg_fallback_live;	/* nrecs, for lg_fallback_any() */
-
-static void lock_for_fork(void)
+static inline uintptr_t min_u(uintptr_t a, uintptr_t b)
 {
-	pthread_mutex_lock(&lock);
+	return a < b ? a : b;
 }
 
-static void unlock_after_fork(void)
+static inline uintptr_t max_u(uintptr_t a, uintptr_t b)
 {
-	pthread_mutex_unlock(&lock);
+	return a > b ? a : b;
 }
 
-/* The child also drops what names its parent's mm: the kept pagemap. */
-static void child_after_fork(void)
+/* The file, kind and offset of r and v agree (v's protection not looked at). */
+static bool same_object(const struct lg_rec *r, const struct lg_vma *v)
 {
-	lg_pagemap_after_fork_child();
-	pthread_mutex_unlock(&lock);
+	return v->shared == r->shared && v->inode == r->inode && v->dev_major == r->dev_major &&
+	       v->dev_minor == r->dev_minor &&
+	       (!r->inode || v->pgoff - v->start == r->off - r->start);
 }
 
-static void register_atfork(void)
+/* Record a continues into b: one record could hold both. */
+static bool continues(const struct lg_rec *a, const struct lg_rec *b)
 {
-	pthread_atfork(lock_for_fork, unlock_after_fork, child_after_fork);
+	return a->end == b->start && a->prot == b->prot && a->shared == b->shared &&
+	       a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor &&
+	       (!a->inode || a->off + (a->end - a->start) == b->off);
 }
 
-void lg_lock(void)
+/*
+ * Is v (meeting r) still the VMA the library protected r in? PROT_NONE,
+ * the same object, and where v reaches past r, that is through records
+ * adjacent to r of the same object, or at an end where r (or the last of
+ * them) ended its VMA when it was protected, so that the kernel may have
+ * merged it with a PROT_NONE neighbour there.
+ */
+static bool same_vma(const struct lg_rec *r, const struct lg_vma *v)
 {
-	pthread_once(&atfork_once, register_atfork);
-	pthread_mutex_lock(&lock);
-}
+	const struct lg_rec *p, *q;
 
-void lg_unlock(void)
-{
-	pthread_mutex_unlock(&lock);
-}
-
-static int reserve(size_t more)
-{
-	size_t cap = caprecs ? caprecs : 16;
-	struct rec *v;
-
-	if (nrecs + more <= caprecs)
-		return 0;
-	while (cap < nrecs + more)
-		cap *= 2;
-	v = realloc(recs, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	recs = v;
-	caprecs = cap;
-	return 0;
-}
-
-/* Index of the first record ending above addr. */
-static size_t first_above(uintptr_t addr)
-{
-	size_t lo = 0, hi = nrecs;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (recs[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (v->prot != PROT_NONE || !same_object(r, v))
+		return false;
+	for (p = r; v->start < p->start; p = q) {
+		q = lg_rec_before(p->start);
+		if (!q || q->end != p->start || !same_object(q, v))
+			break;
 	}
-	return lo;
-}
-
-/* Insert a piece known not to overlap any record; space is reserved. */
-static void rec_insert(uintptr_t start, uintptr_t end, int prot)
-{
-	size_t i = first_above(start);
-
-	memmove(&recs[i + 1], &recs[i], (nrecs - i) * sizeof(*recs));
-	recs[i] = (struct rec){ start, end, prot };
-	nrecs++;
-}
-
-/* Forget [start, end); needs one reserved slot for a split. */
-static void rec_carve(uintptr_t start, uintptr_t end)
-{
-	size_t i = first_above(start);
-
-	while (i < nrecs && recs[i].start < end) {
-		struct rec r = recs[i];
-
-		if (r.start < start && r.end > end) {
-			memmove(&recs[i + 1], &recs[i], (nrecs - i) * sizeof(*recs));
-			nrecs++;
-			recs[i].end = start;
-			recs[i + 1].start = end;
-			return;
-		}
-		if (r.start < start) {
-			recs[i++].end = start;
-		} else if (r.end > end) {
-			recs[i].start = end;
-			return;
-		} else {
-			memmove(&recs[i], &recs[i + 1], (nrecs - i - 1) * sizeof(*recs));
-			nrecs--;
-		}
+	if (v->start < p->start && !p->edge_lo)
+		return false;
+	for (p = r; v->end > p->end; p = q) {
+		q = lg_rec_first_above(p->end);
+		if (!q || q->start != p->end || !same_object(q, v))
+			break;
 	}
+	return v->end <= p->end || p->edge_hi;
 }
 
-static void publish(void)
-{
-	__atomic_store_n(&lg_fallback_live, nrecs, __ATOMIC_RELEASE);
-}
-
+/* A piece of a call's plan: an interval with what to do to it. */
 struct piece {
-	uintptr_t start, end;
-	int prot;
+	struct lg_rec rec;	/* the record it makes, or the protection it restores */
 };
 
-struct pieces {
+struct plan {
 	size_t n, cap;
 	struct piece *v;
+	struct piece inline_v[4];
 };
 
-static int pieces_add(struct pieces *p, uintptr_t start, uintptr_t end, int prot)
+static void plan_init(struct plan *p)
 {
-	if (p->n && p->v[p->n - 1].end == start && p->v[p->n - 1].prot == prot) {
-		p->v[p->n - 1].end = end;
-		return 0;
-	}
+	p->n = 0;
+	p->cap = sizeof(p->inline_v) / sizeof(p->inline_v[0]);
+	p->v = p->inline_v;
+}
+
+static void plan_free(struct plan *p)
+{
+	if (p->v != p->inline_v)
+		free(p->v);
+}
+
+static int plan_add(struct plan *p, const struct lg_rec *rec)
+{
 	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 8;
-		struct piece *v = realloc(p->v, cap * sizeof(*v));
+		size_t cap = 2 * p->cap;
+		struct piece *v = malloc(cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
+		memcpy(v, p->v, p->n * sizeof(*v));
+		if (p->v != p->inline_v)
+			free(p->v);
 		p->v = v;
 		p->cap = cap;
 	}
-	p->v[p->n++] = (struct piece){ start, end, prot };
+	p->v[p->n++].rec = *rec;
 	return 0;
 }
 
 /*
- * The VMAs covering [start, end), clipped to it, as pieces with their
- * current protection. With holes_ok a hole is skipped, else -ENOMEM.
+ * Forget the records in [start, end): trimmed at the ends, deleted inside.
+ * Needs at most one reserved node (a record reaching past both ends). A
+ * record cut here gets an end that was not one of its VMA: strict, so a
+ * PROT_NONE VMA reaching past it later makes it stale.
  */
-static int vma_pieces(int fd, uintptr_t start, uintptr_t end, bool holes_ok, struct pieces *out)
+static void carve(uintptr_t start, uintptr_t end)
 {
-	uintptr_t at = start;
+	struct lg_rec *r;
 
-	while (at < end) {
-		struct lg_vma vma;
-		int ret = lg_vma_find(fd, at, &vma);
+	while ((r = lg_rec_first_above(start)) && r->start < end) {
+		if (r->start < start && r->end > end) {
+			struct lg_rec hi = *r;
 
-		if (ret < 0)
-			return ret;
-		if (ret == 0 || vma.start >= end) {
-			if (!holes_ok)
-				return -ENOMEM;
-			break;
+			hi.off += end - r->start;
+			hi.start = end;
+			hi.edge_lo = false;
+			r->end = start;
+			r->edge_hi = false;
+			lg_rec_insert(&hi);
+			return;
 		}
-		if (vma.start > at && !holes_ok)
-			return -ENOMEM;
-		if (vma.start > at)
-			at = vma.start;
-		ret = pieces_add(out, at, vma.end < end ? vma.end : end, vma.prot);
-		if (ret)
-			return ret;
-		at = vma.end;
+		if (r->start < start) {
+			r->end = start;
+			r->edge_hi = false;
+		} else if (r->end > end) {
+			r->off += end - r->start;
+			r->start = end;
+			r->edge_lo = false;
+			return;
+		} else {
+			lg_rec_delete(r);
+		}
 	}
-	return 0;
 }
 
-/* Undo mprotect(PROT_NONE) of the first n pieces. */
-static void unprotect(const struct pieces *p, size_t n)
+/* Insert a new record, joined with the records it continues. */
+static void insert_joined(const struct lg_rec *rec)
 {
-	while (n--)
-		mprotect((void *)p->v[n].start, p->v[n].end - p->v[n].start, p->v[n].prot);
+	struct lg_rec *lo = lg_rec_before(rec->start), *hi = lg_rec_first_above(rec->end);
+
+	if (lo && !continues(lo, rec))
+		lo = NULL;
+	if (hi && !continues(rec, hi))
+		hi = NULL;
+	if (lo && hi) {
+		uintptr_t end = hi->end;
+		bool edge = hi->edge_hi;
+
+		lg_rec_delete(hi);
+		lo->end = end;
+		lo->edge_hi = edge;
+	} else if (lo) {
+		lo->end = rec->end;
+		lo->edge_hi = rec->edge_hi;
+	} else if (hi) {
+		hi->start = rec->start;
+		hi->off = rec->off;
+		hi->edge_lo = rec->edge_lo;
+	} else {
+		lg_rec_insert(rec);
+	}
+}
+
+/* The VMA covering at: 0, -ENOMEM if at is in a hole, or another -errno. */
+static int vma_covering(uintptr_t at, struct lg_vma *v)
+{
+	int ret = lg_vma_at(at, v);
+
+	if (ret < 0)
+		return ret;
+	return ret == 0 || v->start > at ? -ENOMEM : 0;
+}
+
+/* A record of [start, end) in v as it is now, protection prot. */
+static struct lg_rec rec_of(const struct lg_vma *v, uintptr_t start, uintptr_t end, int prot)
+{
+	/*
+	 * Memory that was PROT_NONE already is the caller's: its VMA may
+	 * reach past the piece on either side.
+	 */
+	bool none = prot == PROT_NONE;
+
+	return (struct lg_rec){
+		.start = start,
+		.end = end,
+		.prot = prot,
+		.shared = v->shared,
+		.edge_lo = none || start == v->start,
+		.edge_hi = none || end == v->end,
+		.inode = v->inode,
+		.off = v->inode ? v->pgoff + (start - v->start) : 0,
+		.dev_major = v->dev_major,
+		.dev_minor = v->dev_minor,
+	};
 }
 
 /*
- * Discard private anonymous data, as native installation does. The
- * kernel refuses on VM_PFNMAP (native refuses every VM_SPECIAL mapping:
- * so do we), mlocked and, unaligned, hugetlb memory: those two keep their
- * data, because the kernel will not drop it.
+ * Discard private data, as native installation does. The kernel refuses
+ * on VM_PFNMAP (native refuses every VM_SPECIAL mapping: so do we),
+ * mlocked and, unaligned, hugetlb memory: those two keep their data,
+ * because the kernel will not drop it. Which it is costs nothing for
+ * anonymous memory (its name, lg_vma_kind_at()); smaps is read only for
+ * a refused file mapping.
  */
-static int discard(const struct pieces *all, uintptr_t start, uintptr_t end)
+static int discard(const struct plan *todo, uintptr_t start, uintptr_t end)
 {
 	int ret = lg_madvise((void *)start, end - start, MADV_DONTNEED);
 
 	if (ret != -EINVAL)
 		return ret;
-	ret = lg_vma_kind(start, end);
-	if (ret < 0)
-		return ret;
-	if (ret & LG_VM_SPECIAL)
-		return -EINVAL;
-	for (size_t i = 0; i < all->n; i++)
-		lg_madvise((void *)all->v[i].start, all->v[i].end - all->v[i].start, MADV_DONTNEED);
+	for (size_t i = 0; i < todo->n; i++) {
+		const struct lg_rec *r = &todo->v[i].rec;
+		struct lg_vma v;
+		int kind;
+
+		if (lg_madvise((void *)r->start, r->end - r->start, MADV_DONTNEED) != -EINVAL)
+			continue;
+		ret = vma_covering(r->start, &v);
+		kind = ret ? ret : lg_vma_kind_at(r->start, &v);
+		if (kind < 0)
+			return kind;
+		if (kind & LG_VM_SPECIAL)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The plan of an install: every VMA of [start, end) (a hole: -ENOMEM),
+ * the records there that are stale into *stale, the pieces to protect
+ * (or, PROT_NONE already, only to record) into *todo. Parts under a
+ * record that still holds keep it: their first, original protection.
+ */
+static int plan_install(uintptr_t start, uintptr_t end, struct plan *todo, struct plan *stale,
+			size_t *splits)
+{
+	uintptr_t at = start;
+
+	while (at < end) {
+		struct lg_vma v;
+		uintptr_t stop;
+		int ret = vma_covering(at, &v);
+
+		if (ret)
+			return ret;
+		stop = min_u(v.end, end);
+		while (at < stop) {
+			struct lg_rec *r = lg_rec_first_above(at);
+			uintptr_t to = r && r->start < stop ? max_u(r->start, at) : stop;
+			struct lg_rec piece;
+
+			if (to > at) {
+				piece = rec_of(&v, at, to, v.prot);
+				ret = plan_add(todo, &piece);
+				at = to;
+				if (ret)
+					return ret;
+				continue;
+			}
+			/* at is inside r */
+			to = min_u(r->end, stop);
+			if (!same_vma(r, &v)) {
+				piece = (struct lg_rec){ .start = at, .end = to };
+				ret = plan_add(stale, &piece);
+				if (ret)
+					return ret;
+				/* the stale part is guarded anew */
+				piece = rec_of(&v, at, to, v.prot);
+				ret = plan_add(todo, &piece);
+				if (ret)
+					return ret;
+				*splits += 1;
+			}
+			at = to;
+		}
+	}
 	return 0;
 }
 
 int lg_fallback_install(uintptr_t start, uintptr_t end)
 {
-	struct pieces all = { 0 }, todo = { 0 };
-	size_t done = 0;
-	int fd, ret;
+	struct plan todo, stale;
+	size_t done = 0, splits = 1;
+	int ret;
 
+	plan_init(&todo);
+	plan_init(&stale);
 	lg_lock();
-	fd = lg_vma_open();
-	ret = fd < 0 ? fd : vma_pieces(fd, start, end, false, &all);
-	if (fd >= 0)
-		close(fd);
-	/*
-	 * A record over a page that is no longer PROT_NONE is stale (the
-	 * caller re-protected or re-mapped it): forget it. Pages still
-	 * recorded keep their first, original protection.
-	 */
-	for (size_t i = 0; !ret && i < all.n; i++) {
-		if (all.v[i].prot == PROT_NONE)
-			continue;
-		ret = reserve(1);
-		if (!ret)
-			rec_carve(all.v[i].start, all.v[i].end);
-	}
-	publish();
-	for (size_t i = 0; !ret && i < all.n; i++) {
-		uintptr_t at = all.v[i].start;
-
-		for (size_t r = first_above(at); !ret && at < all.v[i].end; r++) {
-			uintptr_t stop = r < nrecs && recs[r].start < all.v[i].end ? recs[r].start
-										  : all.v[i].end;
-
-			if (stop > at)
-				ret = pieces_add(&todo, at, stop, all.v[i].prot);
-			at = r < nrecs ? recs[r].end : all.v[i].end;
-		}
-	}
+	ret = plan_install(start, end, &todo, &stale, &splits);
 	if (!ret)
-		ret = reserve(todo.n);
+		ret = lg_rec_reserve(todo.n + splits);
 	if (!ret)
-		ret = discard(&all, start, end);
+		ret = discard(&todo, start, end);
 	/*
-	 * A piece can span VMAs (pieces_add() joins neighbours of one
-	 * protection), and mprotect() changes them in order: one that fails
-	 * with ENOMEM at a split may have protected the VMAs before it, so the
-	 * failed piece is undone with the others. Undoing restores the layout
-	 * from before the call, which never takes more VMAs than it had.
+	 * mprotect() of one piece changes one VMA, or none: on failure the
+	 * pieces done are undone, which restores the layout from before the
+	 * call, never taking more VMAs than it had.
 	 */
-	while (!ret && done < todo.n) {
-		ret = lg_mprotect((void *)todo.v[done].start, todo.v[done].end - todo.v[done].start,
-				  PROT_NONE);
-		done++;
+	for (; !ret && done < todo.n; done++) {
+		const struct lg_rec *r = &todo.v[done].rec;
+
+		if (r->prot != PROT_NONE)
+			ret = lg_mprotect((void *)r->start, r->end - r->start, PROT_NONE);
 	}
 	if (ret) {
-		unprotect(&todo, done);
+		while (done--) {
+			const struct lg_rec *r = &todo.v[done].rec;
+
+			mprotect((void *)r->start, r->end - r->start, r->prot);
+		}
 	} else {
+		for (size_t i = 0; i < stale.n; i++)
+			carve(stale.v[i].rec.start, stale.v[i].rec.end);
 		for (size_t i = 0; i < todo.n; i++)
-			rec_insert(todo.v[i].start, todo.v[i].end, todo.v[i].prot);
-		publish();
+			insert_joined(&todo.v[i].rec);
 	}
-	pthread_mutex_unlock(&lock);
-	free(all.v);
-	free(todo.v);
+	lg_unlock();
+	plan_free(&todo);
+	plan_free(&stale);
 	return ret;
 }
 
 /*
- * The parts of records first..last-1 inside [start, end) that are still
- * PROT_NONE, each with its recorded protection. Called with the lock held.
+ * The recorded parts of [start, end) that still hold, with their recorded
+ * protection, into *keep; the stale ones into *stale. With check_holes,
+ * -ENOMEM for a hole anywhere in the range (msync() where there are no
+ * records, one PROCMAP_QUERY per VMA where there are).
  */
-static int recorded_pieces(size_t first, size_t last, uintptr_t start, uintptr_t end,
-			   struct pieces *out)
+static int plan_recorded(uintptr_t start, uintptr_t end, bool check_holes, struct plan *keep,
+			 struct plan *stale)
 {
-	int fd = lg_vma_open(), ret = 0;
+	uintptr_t at = start;
+	int ret = 0;
 
-	if (fd < 0)
-		return fd;
-	for (size_t r = first; !ret && r < last && recs[r].start < end; r++) {
-		struct pieces now = { 0 };
-		uintptr_t s = recs[r].start > start ? recs[r].start : start;
-		uintptr_t e = recs[r].end < end ? recs[r].end : end;
+	while (!ret && at < end) {
+		struct lg_rec *r = lg_rec_first_above(at);
+		struct lg_rec piece;
+		struct lg_vma v;
+		uintptr_t to;
 
-		ret = vma_pieces(fd, s, e, true, &now);
-		for (size_t i = 0; !ret && i < now.n; i++)
-			if (now.v[i].prot == PROT_NONE)
-				ret = pieces_add(out, now.v[i].start, now.v[i].end, recs[r].prot);
-		free(now.v);
+		if (!r || r->start >= end) {
+			if (check_holes)
+				ret = lg_range_mapped((void *)at, end - at);
+			break;
+		}
+		if (r->start > at) {
+			if (check_holes)
+				ret = lg_range_mapped((void *)at, r->start - at);
+			at = r->start;
+			continue;
+		}
+		ret = lg_vma_at(at, &v);
+		if (ret < 0)
+			break;
+		if (ret == 0 || v.start > at) {
+			/* unmapped: the record is stale */
+			to = ret == 0 ? r->end : min_u(v.start, r->end);
+			to = min_u(to, end);
+			piece = (struct lg_rec){ .start = at, .end = to };
+			ret = check_holes ? -ENOMEM : plan_add(stale, &piece);
+			at = to;
+			continue;
+		}
+		to = min_u(min_u(v.end, r->end), end);
+		piece = *r;
+		piece.start = at;
+		piece.end = to;
+		ret = plan_add(same_vma(r, &v) ? keep : stale, &piece);
+		at = to;
 	}
-	close(fd);
 	return ret;
 }
 
 /*
- * Restore what install recorded in [start, end), where it is still a
- * PROT_NONE mapping: a page that was unmapped or re-protected since is not
- * guarded any more and must not get the old protection back.
+ * Restore what install recorded in [start, end), where it still holds; a
+ * hole in the range: -ENOMEM, nothing done. The stale parts are forgotten.
  */
 int lg_fallback_remove(uintptr_t start, uintptr_t end)
 {
-	struct pieces todo = { 0 };
-	size_t done = 0, first, last;
-	int ret = 0;
+	struct plan keep, stale;
+	size_t done = 0;
+	int ret;
 
+	plan_init(&keep);
+	plan_init(&stale);
 	lg_lock();
-	first = first_above(start);
-	for (last = first; last < nrecs && recs[last].start < end; last++)
-		;
-	if (first == last)
-		goto out;
-	ret = recorded_pieces(first, last, start, end, &todo);
+	ret = plan_recorded(start, end, true, &keep, &stale);
 	if (!ret)
-		ret = reserve(1);
+		ret = lg_rec_reserve(1);
 	/* As in lg_fallback_install(): the failed piece is undone too. */
-	while (!ret && done < todo.n) {
-		ret = lg_mprotect((void *)todo.v[done].start, todo.v[done].end - todo.v[done].start,
-				  todo.v[done].prot);
-		done++;
+	for (; !ret && done < keep.n; done++) {
+		const struct lg_rec *r = &keep.v[done].rec;
+
+		if (r->prot != PROT_NONE)
+			ret = lg_mprotect((void *)r->start, r->end - r->start, r->prot);
 	}
 	if (ret) {
-		while (done--)
-			mprotect((void *)todo.v[done].start, todo.v[done].end - todo.v[done].start,
-				 PROT_NONE);
+		while (done--) {
+			const struct lg_rec *r = &keep.v[done].rec;
+
+			mprotect((void *)r->start, r->end - r->start, PROT_NONE);
+		}
 	} else {
-		rec_carve(start, end);
-		publish();
+		carve(start, end);
 	}
-out:
-	pthread_mutex_unlock(&lock);
-	free(todo.v);
+	lg_unlock();
+	plan_free(&keep);
+	plan_free(&stale);
 	return ret;
 }
 
@@ -358,27 +441,30 @@ void lg_fallback_forget(uintptr_t start, uintptr_t end)
 	if (!lg_fallback_any())
 		return;
 	lg_lock();
-	/* No slot for a split: the record then stays, stale and harmless. */
-	if (!reserve(1)) {
-		rec_carve(start, end);
-		publish();
-	}
-	pthread_mutex_unlock(&lock);
+	/* No node for a split: the record then stays, and goes stale. */
+	if (!lg_rec_reserve(1))
+		carve(start, end);
+	lg_unlock();
 }
 
 int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec)
 {
-	struct pieces now = { 0 };
-	size_t page = lg_page_size(), first;
+	struct plan keep, stale;
+	size_t page = lg_page_size();
 	int ret;
 
+	plan_init(&keep);
+	plan_init(&stale);
 	lg_lock();
-	first = first_above(start);
-	ret = recorded_pieces(first, nrecs, start, end, &now);
-	pthread_mutex_unlock(&lock);
-	for (size_t i = 0; !ret && i < now.n; i++)
-		for (uintptr_t p = now.v[i].start; p < now.v[i].end; p += page)
+	ret = plan_recorded(start, end, false, &keep, &stale);
+	/* Stale records are forgotten here too, where a node is to be had. */
+	for (size_t i = 0; !ret && i < stale.n && !lg_rec_reserve(1); i++)
+		carve(stale.v[i].rec.start, stale.v[i].rec.end);
+	lg_unlock();
+	for (size_t i = 0; !ret && i < keep.n; i++)
+		for (uintptr_t p = keep.v[i].rec.start; p < keep.v[i].rec.end; p += page)
 			vec[(p - start) / page] |= GUARD_QUERY_FALLBACK;
-	free(now.v);
+	plan_free(&keep);
+	plan_free(&stale);
 	return ret;
 }

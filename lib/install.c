@@ -33,65 +33,15 @@ int lg_native_policy(unsigned int flags, bool *native)
 }
 
 /*
- * Undo a failed install: remove guards between the runs that were guarded
- * before it, never on them. Removing everything and installing those runs
- * again would lose the ones the kernel refuses to install: a guard in an
- * mlocked VMA can be removed but not put back.
- */
-static void undo_install(uintptr_t start, uintptr_t end, const struct lg_runs *before)
-{
-	uintptr_t at = start;
-
-	for (size_t i = 0; i <= before->n; i++) {
-		uintptr_t to = i < before->n ? before->v[i].start : end;
-
-		if (to > at)
-			lg_madvise((void *)at, to - at, MADV_GUARD_REMOVE);
-		if (i < before->n && before->v[i].end > at)
-			at = before->v[i].end;
-	}
-}
-
-/*
- * madvise() walks the VMAs of the range in order and stops at the first it
- * can't guard, leaving the ones before it guarded; over a hole it guards
- * every mapped part and then fails with ENOMEM. What it did can't be
- * worked out afterwards: a page guarded before the call and one guarded
- * by it look the same, and discarded data is gone. So:
- *
  * One page lies in one VMA: it gets a guard or nothing happens, and the
- * kernel's answer is the whole check. This is the hot path: nothing but
- * the madvise().
- *
- * A longer range costs one PAGEMAP_SCAN first (pagemap.c), on a kept
- * descriptor: it finds holes (refused before anything is done) and notes
- * the guards already there, so that a failure removes exactly the guards
- * this call added. Without guard reporting (upstream 6.13, 6.14) the note
- * is empty and a failed call also removes guards that were there before
- * it, in the part it processed.
+ * kernel's answer is the whole check (native.c says why longer ranges
+ * need more).
  */
-static __attribute__((noinline)) int native_install_range(uintptr_t start, uintptr_t end)
-{
-	struct lg_runs before;
-	int ret;
-
-	lg_runs_init(&before);
-	ret = lg_install_snapshot(start, end, &before);
-	if (ret && ret != -EOPNOTSUPP)
-		goto out;
-	ret = lg_madvise((void *)start, end - start, MADV_GUARD_INSTALL);
-	if (ret)
-		undo_install(start, end, &before);
-out:
-	lg_runs_free(&before);
-	return ret;
-}
-
 static inline int native_install(uintptr_t start, uintptr_t end)
 {
 	if (end - start == lg_page_size())
 		return lg_madvise((void *)start, end - start, MADV_GUARD_INSTALL);
-	return native_install_range(start, end);
+	return lg_native_install_range(start, end);
 }
 
 static inline LG_HOT int install_one(uintptr_t start, uintptr_t end, unsigned int flags)
@@ -117,57 +67,31 @@ int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags)
 	return install_one(start, end, flags);
 }
 
-/*
- * Native removal stops at a VMA that can't have guards (EINVAL): go round
- * it, VMA by VMA. Out of line: the one-page hot path never gets here.
- */
-static __attribute__((noinline)) int native_remove_around(uintptr_t start, uintptr_t end)
-{
-	uintptr_t at = start;
-	int fd = lg_vma_open(), ret = 0;
-
-	if (fd < 0)
-		return fd;
-	while (!ret && at < end) {
-		struct lg_vma vma;
-
-		ret = lg_vma_find(fd, at, &vma);
-		if (ret <= 0 || vma.start >= end)
-			break;
-		if (vma.start > at)
-			at = vma.start;
-		vma.end = vma.end < end ? vma.end : end;
-		ret = lg_madvise((void *)at, vma.end - at, MADV_GUARD_REMOVE);
-		if (ret == -EINVAL)
-			ret = 0;
-		at = vma.end;
-	}
-	close(fd);
-	return ret < 0 ? ret : 0;
-}
-
 static inline LG_HOT int native_remove(uintptr_t start, uintptr_t end)
 {
 	int ret = lg_madvise((void *)start, end - start, MADV_GUARD_REMOVE);
 
-	return ret == -EINVAL ? native_remove_around(start, end) : ret;
+	return ret == -EINVAL ? lg_native_remove_around(start, end) : ret;
 }
 
 /* Everything but the one-page native removal: out of line, like the above. */
 static __attribute__((noinline)) int remove_checked(uintptr_t start, uintptr_t end,
 						    unsigned int flags, unsigned int caps)
 {
-	/* Otherwise a hole would be found after some guards were gone. */
-	int ret = lg_range_mapped((void *)start, end - start);
+	int ret;
 
+	/*
+	 * Holes are refused first: otherwise one would be found after some
+	 * guards were gone. The fallback checks the range itself, with the
+	 * lookups it makes anyway. Removal takes away guards of both kinds,
+	 * whatever the policy.
+	 */
+	if (!(flags & GUARD_NATIVE) && lg_fallback_any())
+		ret = lg_fallback_remove(start, end);
+	else
+		ret = lg_range_mapped((void *)start, end - start);
 	if (ret)
 		return ret;
-	/* Removal takes away guards of both kinds, whatever the policy. */
-	if (!(flags & GUARD_NATIVE) && lg_fallback_any()) {
-		ret = lg_fallback_remove(start, end);
-		if (ret)
-			return ret;
-	}
 	if (!(flags & GUARD_FALLBACK) && (caps & GUARD_CAP_NATIVE_MASK))
 		ret = native_remove(start, end);
 	return ret;

@@ -158,8 +158,12 @@ struct lg_vma {
 int lg_vma_open(void);
 /* The VMA covering addr or the next one above it: 1, 0 if none, -errno. */
 int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma);
-/* Union of LG_VM_* over the VMAs meeting [start, end): slow, error paths. */
+/* The same on the kept /proc/self/maps, one ioctl; with lg_lock() held. */
+int lg_vma_at(uintptr_t addr, struct lg_vma *vma);
+/* Union of LG_VM_* over the VMAs meeting [start, end): reads smaps, slow. */
 int lg_vma_kind(uintptr_t start, uintptr_t end);
+/* LG_VM_* of vma (found at addr) after MADV_DONTNEED refused it: cheap for anonymous memory. */
+int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma);
 
 /* procmaps.c: one line of /proc/PID/maps, as the kernel prints it. */
 struct lg_maps_line {
@@ -200,7 +204,7 @@ static inline bool lg_forced_fallback(void)
 	return lg_probe_word() & LG_FORCED;
 }
 
-/* query.c: guarded runs of a range, from PAGEMAP_SCAN or pagemap. */
+/* pagemap.c: guarded runs of a range, from PAGEMAP_SCAN or pagemap. */
 struct lg_run {
 	uintptr_t start, end;
 };
@@ -234,21 +238,19 @@ void lg_runs_vec(const struct lg_runs *runs, uintptr_t start, uintptr_t end, uns
 bool lg_guards_reportable(void);
 
 /*
- * pagemap.c: /proc/self/pagemap, opened on first use and kept (a fork()
- * child opens its own): the descriptor, or -errno. After an error from
- * it, lg_pagemap_lost() tells whether the number still names our pagemap;
- * if not, it is forgotten and the caller may try once more.
+ * proc.c: /proc/self/pagemap and /proc/self/maps, opened on first use and
+ * kept (a fork() child opens its own): the descriptor, or -errno. After an
+ * error from it, lg_proc_lost() tells whether the number still names our
+ * file; if not, it is forgotten and the caller may try once more. The
+ * _locked forms are for callers holding lg_lock().
  */
-int lg_pagemap_fd(void);
-bool lg_pagemap_lost(int fd);
-void lg_pagemap_after_fork_child(void);
-/*
- * Before a multi-page native install: 0 when [start, end) is wholly
- * mapped, with its native guards in *before; -ENOMEM for a hole;
- * -EOPNOTSUPP when the range is mapped but the kernel can't report
- * guards; or another -errno. One PAGEMAP_SCAN where the kernel has it.
- */
-int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before);
+enum lg_proc { LG_PROC_PAGEMAP, LG_PROC_MAPS, LG_PROC_N };
+int lg_proc_fd(enum lg_proc which);
+bool lg_proc_lost(enum lg_proc which, int fd);
+int lg_proc_fd_locked(enum lg_proc which);
+bool lg_proc_lost_locked(enum lg_proc which, int fd);
+void lg_proc_after_fork_child(void);
+
 /*
  * The scan behind it, from any source of PAGEMAP_SCAN answers (the fuzz
  * targets' too): every page of interest, only the guard bit returned, so
@@ -261,20 +263,44 @@ int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before);
 int lg_scan_layout(lg_scan_fn *scan, void *ctx, uintptr_t start, uintptr_t end,
 		   struct lg_runs *guards);
 
-/* fallback.c: the library's one mutex, safe across fork(). */
+/* lock.c: the library's one mutex, held across fork() (see there). */
 void lg_lock(void);
 void lg_unlock(void);
 
-/* fallback.c: the mprotect method and its record. */
-int lg_fallback_install(uintptr_t start, uintptr_t end);
-int lg_fallback_remove(uintptr_t start, uintptr_t end);
-/* OR GUARD_QUERY_FALLBACK into vec for recorded pages still PROT_NONE. */
-int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec);
+/*
+ * records.c: the fallback's record, a balanced tree of disjoint intervals
+ * (O(log n) each), under lg_lock(). A record is its piece of memory as it
+ * was when the library protected it.
+ */
+struct lg_rec {
+	uintptr_t start, end;
+	int prot;		/* the protection to restore */
+	bool shared;
+	bool edge_lo, edge_hi;	/* start / end was an end of its VMA (or PROT_NONE then) */
+	uint64_t inode;		/* 0: anonymous */
+	uint64_t off;		/* file offset of start (0 for anonymous memory) */
+	unsigned int dev_major, dev_minor;
+};
+/* Have n nodes ready, so that the next n inserts (or splits) can't fail. */
+int lg_rec_reserve(size_t n);
+/* Insert a record overlapping none (a reserved node): it, as stored. */
+struct lg_rec *lg_rec_insert(const struct lg_rec *rec);
+void lg_rec_delete(struct lg_rec *rec);
+/* The first record ending above addr / the last starting below it, or NULL. */
+struct lg_rec *lg_rec_first_above(uintptr_t addr);
+struct lg_rec *lg_rec_before(uintptr_t addr);
 extern size_t lg_fallback_live LG_INTERNAL;	/* records held, readable without the lock */
 static inline bool lg_fallback_any(void)
 {
 	return __atomic_load_n(&lg_fallback_live, __ATOMIC_ACQUIRE) != 0;
 }
+
+/* fallback.c: the mprotect method, acting on records that still hold. */
+int lg_fallback_install(uintptr_t start, uintptr_t end);
+/* Checks the whole range for holes (-ENOMEM) before it changes anything. */
+int lg_fallback_remove(uintptr_t start, uintptr_t end);
+/* OR GUARD_QUERY_FALLBACK into vec for recorded pages whose record holds. */
+int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec);
 /* Drop the record of [start, end) after the caller unmapped it. */
 void lg_fallback_forget(uintptr_t start, uintptr_t end);
 
@@ -325,6 +351,19 @@ int lg_elf_guard_loads(uintptr_t bias, const struct lg_loads *loads, const char 
 		       unsigned int flags, struct lg_elf_report *rep);
 /* Number of VMAs meeting [start, end), or -errno. */
 int lg_vma_count(uintptr_t start, uintptr_t end);
+
+/* native.c: the native method beyond one page. */
+/*
+ * Before a multi-page native install: 0 when [start, end) is wholly
+ * mapped, with its native guards in *before; -ENOMEM for a hole;
+ * -EOPNOTSUPP when the range is mapped but the kernel can't report
+ * guards; or another -errno. One PAGEMAP_SCAN where the kernel has it.
+ */
+int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before);
+/* A multi-page install: refused over a hole, undone exactly on failure. */
+int lg_native_install_range(uintptr_t start, uintptr_t end);
+/* Removal VMA by VMA, after the kernel stopped at one that can't have guards. */
+int lg_native_remove_around(uintptr_t start, uintptr_t end);
 
 /* install.c: one range, native first, fallback by policy. */
 int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags);

@@ -2,16 +2,22 @@
 /*
  * guard_probe(): what the running kernel can do, found once per process by
  * installing guards in scratch mappings of each kind and reading them back.
+ * File mappings are tried on a file the process maps already (see
+ * existing_file()), so that the answer needs no writable, disk-backed
+ * directory.
  */
 #include "internal.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -102,7 +108,60 @@ static bool process_madvise_guard(void)
 	return ok;
 }
 
-/* A temporary file on a page-cache filesystem, already unlinked. */
+static bool page_cache_fs(int fd)
+{
+	struct statfs sfs;
+
+	return !fstatfs(fd, &sfs) && sfs.f_type != TMPFS_MAGIC && sfs.f_type != RAMFS_MAGIC;
+}
+
+/* path, read-only, if it is a file of two pages or more on a page-cache filesystem. */
+static int open_existing(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (!path || !*path)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size >= 2 * (off_t)lg_page_size() &&
+	    page_cache_fs(fd))
+		return fd;
+	close(fd);
+	return -1;
+}
+
+static int phdr_candidate(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(int *)data = open_existing(info->dlpi_name);
+	return *(int *)data >= 0;
+}
+
+/*
+ * A file the process maps already, opened read-only: the kernel's answer
+ * for file mappings does not depend on where the temp dirs are (tmpfs on
+ * Debian 13, in containers, in our guest) or on write access to any
+ * directory. This library's own object first, then the program, then
+ * any loaded object: the first on a page-cache filesystem.
+ */
+static int existing_file(void)
+{
+	Dl_info info;
+	int fd = -1;
+
+	if (dladdr((void *)guard_probe, &info) && info.dli_fname)
+		fd = open_existing(info.dli_fname);
+	if (fd < 0)
+		fd = open_existing("/proc/self/exe");
+	if (fd < 0)
+		dl_iterate_phdr(phdr_candidate, &fd);
+	return fd;
+}
+
+/* Only if no such file: a temporary one in a directory on such a filesystem, unlinked. */
 static int scratch_file(void)
 {
 	const char *dirs[] = { getenv("LIBGUARD_PROBE_DIR"), getenv("TMPDIR"), "/var/tmp", "/tmp" };
@@ -140,13 +199,47 @@ static int reopen_rdonly(int fd)
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
+/*
+ * GUARD_CAP_FILE and GUARD_CAP_READONLY. On an existing file: a private
+ * mapping (a page-cache file VMA that may be written, VM_MAYWRITE, as a
+ * MAP_SHARED read-write one) and a shared PROT_READ one of the O_RDONLY
+ * descriptor (no VM_MAYWRITE: the read-only case). On a created file,
+ * as before: shared read-write, and shared read-only through a second,
+ * read-only descriptor.
+ */
+static unsigned int probe_file(char **file, char **ro)
+{
+	unsigned int caps = 0;
+	int fd = existing_file(), rofd;
+	bool existing = fd >= 0;
+
+	if (!existing)
+		fd = scratch_file();
+	if (fd < 0)
+		return 0;
+	*file = guarded_scratch(fd, existing ? PROT_READ : PROT_READ | PROT_WRITE,
+				existing ? MAP_PRIVATE : MAP_SHARED);
+	if (*file)
+		caps |= GUARD_CAP_FILE;
+	rofd = existing ? fd : reopen_rdonly(fd);
+	if (rofd >= 0) {
+		*ro = guarded_scratch(rofd, PROT_READ, MAP_SHARED);
+		if (*ro)
+			caps |= GUARD_CAP_READONLY;
+		if (rofd != fd)
+			close(rofd);
+	}
+	close(fd);
+	return caps;
+}
+
 static unsigned int probe_caps(void)
 {
 	size_t page = lg_page_size();
 	unsigned int caps = 0;
 	char *seen = NULL;	/* some guarded page, to read back */
 	char *anon, *shm = NULL, *file = NULL, *ro = NULL;
-	int memfd, fd, rofd;
+	int memfd;
 
 	anon = guarded_scratch(-1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
 	if (anon) {
@@ -161,24 +254,11 @@ static unsigned int probe_caps(void)
 			seen = seen ? seen : shm;
 		}
 	}
-	fd = scratch_file();
-	if (fd >= 0) {
-		file = guarded_scratch(fd, PROT_READ | PROT_WRITE, MAP_SHARED);
-		if (file) {
-			caps |= GUARD_CAP_FILE;
-			seen = seen ? seen : file;
-		}
-		rofd = reopen_rdonly(fd);
-		if (rofd >= 0) {
-			ro = guarded_scratch(rofd, PROT_READ, MAP_SHARED);
-			if (ro) {
-				caps |= GUARD_CAP_READONLY;
-				seen = seen ? seen : ro;
-			}
-			close(rofd);
-		}
-		close(fd);
-	}
+	caps |= probe_file(&file, &ro);
+	if (file)
+		seen = seen ? seen : file;
+	if (ro)
+		seen = seen ? seen : ro;
 	if (memfd >= 0)
 		close(memfd);
 

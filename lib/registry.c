@@ -2,7 +2,7 @@
 /*
  * What guard_map_file() and guard_stack() mapped, so that guard_unmap()
  * and guard_stack_free() can undo it whole from the address and length
- * the caller knows: a small array under the library's mutex (fallback.c).
+ * the caller knows: a small array under the library's mutex (lock.c).
  */
 #include "internal.h"
 

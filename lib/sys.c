@@ -100,24 +100,22 @@ static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
 	return found;
 }
 
-int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
+/* One PROCMAP_QUERY: 1, 0 (nothing at or above addr), or -errno (ENOTTY: none). */
+static int procmap_query(int fd, uintptr_t addr, struct lg_vma *vma, char *name, size_t name_size)
 {
 	struct lg_procmap_query q;
 
-	if (atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
-		return vma_find_text(addr, vma);
 	memset(&q, 0, sizeof(q));
 	q.size = sizeof(q);
 	q.query_flags = LG_PROCMAP_COVERING_OR_NEXT;
 	q.query_addr = addr;
-	if (ioctl(fd, LG_PROCMAP_QUERY, &q)) {
-		if (errno == ENOENT)
-			return 0;
-		if (errno != ENOTTY && errno != EINVAL)
-			return -errno;
-		atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
-		return vma_find_text(addr, vma);
+	if (name) {
+		q.vma_name_addr = (uintptr_t)name;
+		q.vma_name_size = (__u32)name_size;
+		name[0] = 0;
 	}
+	if (ioctl(fd, LG_PROCMAP_QUERY, &q))
+		return errno == ENOENT ? 0 : -errno;
 	vma->start = q.vma_start;
 	vma->end = q.vma_end;
 	vma->prot = (q.vma_flags & LG_PROCMAP_READABLE ? PROT_READ : 0) |
@@ -129,6 +127,73 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
 	vma->dev_major = q.dev_major;
 	vma->dev_minor = q.dev_minor;
 	return 1;
+}
+
+int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
+{
+	int ret;
+
+	if (atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
+		return vma_find_text(addr, vma);
+	ret = procmap_query(fd, addr, vma, NULL, 0);
+	if (ret != -ENOTTY && ret != -EINVAL)
+		return ret;
+	atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
+	return vma_find_text(addr, vma);
+}
+
+/*
+ * lg_vma_find() on the kept /proc/self/maps (proc.c), for callers holding
+ * lg_lock(): one ioctl. An error from a descriptor that is no longer ours
+ * (ENOTTY on another file) is not taken as the kernel's answer: the
+ * descriptor is opened again, once.
+ */
+int lg_vma_at(uintptr_t addr, struct lg_vma *vma)
+{
+	for (int tries = 0;; tries++) {
+		int fd = lg_proc_fd_locked(LG_PROC_MAPS), ret;
+
+		if (fd < 0)
+			return fd;
+		if (atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
+			return vma_find_text(addr, vma);
+		ret = procmap_query(fd, addr, vma, NULL, 0);
+		if (ret >= 0)
+			return ret;
+		if (!tries && lg_proc_lost_locked(LG_PROC_MAPS, fd))
+			continue;
+		if (ret == -ENOTTY || ret == -EINVAL) {
+			atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
+			return vma_find_text(addr, vma);
+		}
+		return ret;
+	}
+}
+
+/*
+ * Of a private anonymous VMA whose memory the kernel will not discard
+ * (MADV_DONTNEED: EINVAL), is it a special mapping ([vvar], [vdso]...:
+ * VM_PFNMAP, VM_DONTEXPAND), as opposed to mlocked? Its name says so
+ * without reading smaps: the kernel names special mappings "[...]", and
+ * an ordinary anonymous VMA has no name, "[heap]", "[stack]" or
+ * "[anon:...]". Anything else (a file, no PROCMAP_QUERY) asks smaps.
+ */
+int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma)
+{
+	char name[64];
+	struct lg_vma v;
+	int fd = lg_proc_fd_locked(LG_PROC_MAPS), ret;
+
+	if (fd < 0 || vma->inode || vma->shared ||
+	    atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
+		return lg_vma_kind(vma->start, vma->end);
+	ret = procmap_query(fd, addr, &v, name, sizeof(name));
+	if (ret <= 0 || v.start != vma->start || v.end != vma->end)
+		return lg_vma_kind(vma->start, vma->end);
+	if (!name[0] || !strcmp(name, "[heap]") || !strcmp(name, "[stack]") ||
+	    !strncmp(name, "[anon:", 6))
+		return LG_VM_LOCKED;
+	return lg_vma_kind(vma->start, vma->end);
 }
 
 int lg_vma_count(uintptr_t start, uintptr_t end)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -151,6 +152,197 @@ static void stale_record_harmless(void **state)
 	assert_int_equal(guard_remove(again, 2 * pg, 0), 0);
 	assert_int_equal(page_prot(again), PROT_READ);
 	munmap(again, 2 * pg);
+}
+
+/* Is any page of [addr, addr + n pages) reported as a fallback guard? */
+static bool fallback_reported(void *addr, size_t n)
+{
+	unsigned char vec[8] = { 0 };
+
+	assert_true(n <= sizeof(vec));
+	assert_int_equal(guard_query(addr, n * pg, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		if (vec[i] & GUARD_QUERY_FALLBACK)
+			return true;
+	return false;
+}
+
+/* A shared PROT_NONE page of a new memfd at addr (MAP_FIXED), offset off pages. */
+static void *memfd_none_at(void *addr, size_t pages, size_t off)
+{
+	int fd = memfd_create("stale", MFD_CLOEXEC);
+	void *p;
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)((pages + off) * pg)), 0);
+	p = mmap(addr, pages * pg, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, (off_t)(off * pg));
+	close(fd);
+	assert_ptr_equal(p, addr);
+	return p;
+}
+
+/*
+ * munmap() of a guarded mapping and a new PROT_NONE reservation in its
+ * place (someone else's): the record no longer matches what the kernel
+ * reports (the VMA is wider than the one the guard made), so it is
+ * neither reported nor acted on: guard_remove() leaves it PROT_NONE.
+ */
+static void stale_anon_reservation(void **state)
+{
+	struct tmap m;
+	char *again;
+
+	(void)state;
+	tmap_new(T_ANON, 3, &m);
+	assert_int_equal(guard_install(m.addr + pg, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(munmap(m.addr, 3 * pg), 0);
+	again = mmap(m.addr, 3 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		     -1, 0);
+	if (again != m.addr) {
+		if (again != MAP_FAILED)
+			munmap(again, 3 * pg);
+		skip();
+	}
+	assert_false(fallback_reported(again, 3));
+	assert_int_equal(guard_remove(again, 3 * pg, 0), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(page_prot(again + i * pg), PROT_NONE);
+	assert_int_equal(guard_remove(again + pg, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(page_prot(again + pg), PROT_NONE);
+	munmap(again, 3 * pg);
+}
+
+/*
+ * The same with a file: the guarded page unmapped and a PROT_NONE page of
+ * another file, then of the same file at another offset, mapped exactly
+ * in its place. Same extent, other object: not the library's.
+ */
+static void stale_file_replaced(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	for (int round = 0; round < 2; round++) {
+		tmap_new(T_SHMEM, 3, &m);
+		assert_int_equal(guard_install(m.addr + pg, pg, GUARD_FALLBACK), 0);
+		assert_true(fallback_reported(m.addr, 3));
+		if (round == 0) {
+			memfd_none_at(m.addr + pg, 1, 0);
+		} else {
+			/* this memfd at page 2 instead of page 1 */
+			assert_ptr_equal(mmap(m.addr + pg, pg, PROT_NONE, MAP_SHARED | MAP_FIXED,
+					      m.fd, (off_t)(2 * pg)),
+					 m.addr + pg);
+		}
+		assert_false(fallback_reported(m.addr, 3));
+		assert_int_equal(guard_remove(m.addr, 3 * pg, 0), 0);
+		assert_int_equal(page_prot(m.addr + pg), PROT_NONE);
+		assert_int_equal(page_prot(m.addr), PROT_READ | PROT_WRITE);
+		tmap_free(&m);
+	}
+}
+
+/*
+ * mremap() of a guarded page away, and a file page mapped PROT_NONE in
+ * its place: neither the page that moved (now the caller's, elsewhere) nor
+ * the new one is the library's to restore.
+ */
+static void stale_after_mremap(void **state)
+{
+	struct tmap m;
+	char *away, *moved;
+
+	(void)state;
+	tmap_new(T_ANON, 3, &m);
+	away = mmap(NULL, pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(away != MAP_FAILED);
+	assert_int_equal(guard_install(m.addr + pg, pg, GUARD_FALLBACK), 0);
+	moved = mremap(m.addr + pg, pg, pg, MREMAP_MAYMOVE | MREMAP_FIXED, away);
+	assert_ptr_equal(moved, away);
+	memfd_none_at(m.addr + pg, 1, 0);
+	assert_false(fallback_reported(m.addr, 3));
+	assert_int_equal(guard_remove(m.addr, 3 * pg, 0), 0);
+	assert_int_equal(page_prot(m.addr + pg), PROT_NONE);
+	assert_int_equal(guard_remove(moved, pg, 0), 0);
+	assert_int_equal(page_prot(moved), PROT_NONE);
+	munmap(moved, pg);
+	tmap_free(&m);
+}
+
+/*
+ * The caller's mprotect(PROT_READ) over a fallback guard: the guard is
+ * gone, guard_remove() keeps PROT_READ, and the record is forgotten, so a
+ * later PROT_NONE by the caller is the caller's too.
+ */
+static void stale_after_caller_mprotect(void **state)
+{
+	struct tmap m;
+
+	(void)state;
+	tmap_new(T_ANON, 3, &m);
+	assert_int_equal(guard_install(m.addr + pg, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(mprotect(m.addr + pg, pg, PROT_READ), 0);
+	assert_false(fallback_reported(m.addr, 3));
+	assert_int_equal(guard_remove(m.addr + pg, pg, 0), 0);
+	assert_int_equal(page_prot(m.addr + pg), PROT_READ);
+	assert_int_equal(mprotect(m.addr + pg, pg, PROT_NONE), 0);
+	assert_int_equal(guard_remove(m.addr + pg, pg, 0), 0);
+	assert_int_equal(page_prot(m.addr + pg), PROT_NONE);
+	tmap_free(&m);
+}
+
+struct unmapper {
+	char *addr;
+	size_t len;
+};
+
+static void *unmap_thread(void *arg)
+{
+	struct unmapper *u = arg;
+
+	munmap(u->addr, u->len);
+	return NULL;
+}
+
+/*
+ * Bad input: another thread unmaps the range while the fallback installs
+ * a guard in it. Whatever the interleaving, the call ends in an error or
+ * a guard, and what is left recorded does not make a later PROT_NONE
+ * reservation at the address (someone else's) accessible.
+ */
+static void unmapped_during_install(void **state)
+{
+	int raced = 0;
+
+	(void)state;
+	for (int round = 0; round < 200; round++) {
+		struct unmapper u;
+		pthread_t t;
+		char *again;
+		int ret;
+
+		u.len = 3 * pg;
+		u.addr = mmap(NULL, u.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		assert_true(u.addr != MAP_FAILED);
+		assert_int_equal(pthread_create(&t, NULL, unmap_thread, &u), 0);
+		ret = guard_install(u.addr + pg, pg, GUARD_FALLBACK);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		assert_true(ret == 0 || ret == -ENOMEM);
+		raced += ret == -ENOMEM;
+		again = mmap(u.addr, u.len, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (again != u.addr) {
+			if (again != MAP_FAILED)
+				munmap(again, u.len);
+			continue;
+		}
+		assert_false(fallback_reported(again, 3));
+		assert_int_equal(guard_remove(again, u.len, 0), 0);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(page_prot(again + i * pg), PROT_NONE);
+		munmap(again, u.len);
+	}
+	printf("# %d of 200 installs found the range gone\n", raced);
 }
 
 /*
@@ -335,6 +527,11 @@ int main(void)
 		cmocka_unit_test(contents_like_native),
 		cmocka_unit_test(record_survives_fork),
 		cmocka_unit_test(stale_record_harmless),
+		cmocka_unit_test(stale_anon_reservation),
+		cmocka_unit_test(stale_file_replaced),
+		cmocka_unit_test(stale_after_mremap),
+		cmocka_unit_test(stale_after_caller_mprotect),
+		cmocka_unit_test(unmapped_during_install),
 		cmocka_unit_test(enomem_midway),
 		cmocka_unit_test(threads_share_record),
 	};

@@ -11,7 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <guard.h>
@@ -52,16 +58,10 @@ static void concurrent_first_call(void **state)
 
 static void matches_environment(void **state)
 {
-	const char *why, *dir_why = NULL;
+	const char *why;
 	unsigned int want = want_caps(&why), got = guard_probe(), mask = ~0u;
 
 	(void)state;
-	/* FILE and READONLY need a page-cache directory to be probed on. */
-	if (!scratch_dir(&dir_why)) {
-		printf("# %s: not checking file and readonly\n", dir_why);
-		mask &= ~(GUARD_CAP_FILE | GUARD_CAP_READONLY);
-		assert_int_equal(got & (GUARD_CAP_FILE | GUARD_CAP_READONLY), 0);
-	}
 	printf("# guard_probe() = %#x, expected %#x (%s)%s\n", got, want, why,
 	       forced_fallback() ? "; LIBGUARD_FORCE_FALLBACK does not change it" : "");
 	printf("# method for new guards: %s\n",
@@ -93,6 +93,75 @@ static void claims_hold(void **state)
 	}
 }
 
+static const char *self_path;
+
+/*
+ * In a child: a mount namespace of its own with every temp dir a
+ * read-only tmpfs and no LIBGUARD_PROBE_DIR or TMPDIR, then this program
+ * again (a process that has not probed yet), printing guard_probe().
+ */
+static void probe_without_tmp(int out)
+{
+	static const char *const dirs[] = { "/tmp", "/var/tmp" };
+
+	unsetenv("LIBGUARD_PROBE_DIR");
+	unsetenv("TMPDIR");
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		dprintf(out, "skip: no mount namespace: %s\n", strerror(errno));
+		_exit(0);
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!access(dirs[i], F_OK) && mount("tmpfs", dirs[i], "tmpfs", MS_RDONLY, NULL)) {
+			dprintf(out, "skip: mount tmpfs on %s: %s\n", dirs[i], strerror(errno));
+			_exit(0);
+		}
+	dup2(out, 1);
+	execl(self_path, self_path, "--probe-child", (char *)NULL);
+	dprintf(out, "skip: exec %s: %s\n", self_path, strerror(errno));
+	_exit(0);
+}
+
+/*
+ * GUARD_CAP_FILE and GUARD_CAP_READONLY are the kernel's, not the temp
+ * dirs': the same answer with every temp dir a read-only tmpfs (as in the
+ * guest, Debian 13's /tmp, a container), where no file can be created.
+ */
+static void file_caps_without_tmp(void **state)
+{
+	const unsigned int bits = GUARD_CAP_FILE | GUARD_CAP_READONLY;
+	const char *why;
+	unsigned int want = want_caps(&why) & bits, got = guard_probe() & bits, child;
+	char buf[256] = "";
+	int fds[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		probe_without_tmp(fds[1]);
+	}
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof(buf) - 1);
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(n > 0);
+	buf[n] = 0;
+	if (!strncmp(buf, "skip: ", 6)) {
+		printf("# %s", buf + 6);
+		skip();
+	}
+	assert_int_equal(sscanf(buf, "%u", &child), 1);
+	child &= bits;
+	printf("# file/readonly caps: %#x with no writable temp dir, %#x here, expected %#x (%s)\n",
+	       child, got, want, why);
+	assert_int_equal(child, want);
+	assert_int_equal(child, got);
+}
+
 static void errno_untouched(void **state)
 {
 	(void)state;
@@ -101,14 +170,21 @@ static void errno_untouched(void **state)
 	assert_int_equal(errno, 777);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(concurrent_first_call),
 		cmocka_unit_test(matches_environment),
 		cmocka_unit_test(claims_hold),
 		cmocka_unit_test(errno_untouched),
+		cmocka_unit_test(file_caps_without_tmp),
 	};
+
+	if (argc > 1 && !strcmp(argv[1], "--probe-child")) {
+		printf("%u\n", guard_probe());
+		return 0;
+	}
+	self_path = argv[0];
 
 	guardtest_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);

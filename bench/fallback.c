@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The mprotect fallback against the code it replaces (issue 18): N guards
+ * in one anonymous mapping, installed one call each and then removed one
+ * call each, by
+ *   mprotect:           mprotect(PROT_NONE) + madvise(MADV_DONTNEED) per
+ *                       guard (what the fallback must do for private
+ *                       anonymous memory), mprotect(PROT_READ|PROT_WRITE)
+ *                       per removal;
+ *   libguard-fallback:  guard_install(GUARD_FALLBACK) / guard_remove().
+ * Benchmarks fallback-install-1p/-remove-1p (one-page guards, one page
+ * apart) and fallback-install-4p/-remove-4p (four-page guards, four pages
+ * apart); ns_per_guard. N = 10 .. 30k (--quick too), and up to
+ * $LIBGUARD_BENCH_FALLBACK_MAX (e.g. 200000 in a guest whose
+ * vm.max_map_count was raised).
+ *
+ * mlock: N = 1000 and 2000 one-page guards with guard_install(0) in an
+ * mlock()ed mapping (native guards are refused there, so every guard falls
+ * back); ns_per_guard. Linear means the same per guard at both N.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <guard.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum { MPROTECT, LG_FALLBACK, NMODES };
+static const char *const names[NMODES] = { "mprotect", "libguard-fallback" };
+
+/* Install then remove n guards of gp pages, gp pages apart: ns of each phase. */
+static int run_once(int mode, size_t n, size_t gp, uint64_t *ins, uint64_t *rem)
+{
+	size_t page = bench_page(), g = gp * page, len = 2 * n * g;
+	char *base = bench_map(len);
+	uint64_t t0;
+	int ret = 0;
+
+	t0 = bench_now_ns();
+	for (size_t i = 0; i < n && !ret; i++) {
+		char *p = base + (2 * i + 1) * g;
+
+		if (mode == MPROTECT)
+			ret = mprotect(p, g, PROT_NONE) || madvise(p, g, MADV_DONTNEED) ? errno : 0;
+		else
+			ret = -guard_install(p, g, GUARD_FALLBACK);
+	}
+	*ins = bench_now_ns() - t0;
+	t0 = bench_now_ns();
+	for (size_t i = 0; i < n && !ret; i++) {
+		char *p = base + (2 * i + 1) * g;
+
+		if (mode == MPROTECT)
+			ret = mprotect(p, g, PROT_READ | PROT_WRITE) ? errno : 0;
+		else
+			ret = -guard_remove(p, g, GUARD_FALLBACK);
+	}
+	*rem = bench_now_ns() - t0;
+	if (ret && mode == LG_FALLBACK)
+		guard_remove(base, len, GUARD_FALLBACK);
+	munmap(base, len);
+	return ret;
+}
+
+/* n one-page guards in an mlocked mapping through guard_install(0). */
+static int run_mlock(size_t n, uint64_t *ns)
+{
+	size_t page = bench_page(), len = 2 * n * page;
+	char *base = bench_map(len);
+	uint64_t t0;
+	int ret = 0;
+
+	if (mlock(base, len)) {
+		ret = errno;
+		munmap(base, len);
+		return ret;
+	}
+	t0 = bench_now_ns();
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = -guard_install(base + (2 * i + 1) * page, page, 0);
+	*ns = bench_now_ns() - t0;
+	guard_remove(base, len, 0);
+	munmap(base, len);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	long ns_set[8] = { 10, 100, 1000, 10000, 30000 };
+	size_t count = 5;
+	const char *max = getenv("LIBGUARD_BENCH_FALLBACK_MAX");
+	struct bench_opts o;
+	int failed[2][NMODES][8] = { { { 0 } } };
+	int mlock_failed = 0;
+
+	bench_parse(argc, argv, &o);
+	if (max && atol(max) > ns_set[count - 1])
+		ns_set[count++] = atol(max);
+
+	for (int rep = 1; rep <= o.reps; rep++) {
+		for (int gi = 0; gi < 2; gi++) {
+			size_t gp = gi ? 4 : 1;
+			char ib[32], rb[32];
+
+			snprintf(ib, sizeof(ib), "fallback-install-%zup", gp);
+			snprintf(rb, sizeof(rb), "fallback-remove-%zup", gp);
+			if (o.only && strcmp(o.only, ib) && strcmp(o.only, rb))
+				continue;
+			for (size_t k = 0; k < count; k++) {
+				size_t n = (size_t)ns_set[k];
+				int inner = n >= 20000 ? 1 : (int)(20000 / n);
+
+				if (o.quick && inner > 20)
+					inner = 20;
+				for (int s = 0; s < NMODES; s++) {
+					int m = bench_order(rep, s, NMODES);
+					uint64_t ti = 0, tr = 0;
+					int ret = 0;
+
+					if (failed[gi][m][k])
+						continue;
+					for (int i = 0; i < inner && !ret; i++) {
+						uint64_t a, b;
+
+						ret = run_once(m, n, gp, &a, &b);
+						ti += a;
+						tr += b;
+					}
+					if (ret) {
+						failed[gi][m][k] = ret;
+						bench_emit(ib, names[m], (long)n, "failed_errno", 0, ret,
+							   "errno");
+						continue;
+					}
+					bench_emit(ib, names[m], (long)n, "ns_per_guard", rep,
+						   (double)ti / ((double)n * inner), "ns");
+					bench_emit(rb, names[m], (long)n, "ns_per_guard", rep,
+						   (double)tr / ((double)n * inner), "ns");
+				}
+			}
+		}
+		if (o.only && strcmp(o.only, "mlock"))
+			continue;
+		for (size_t n = 1000; n <= 2000 && !mlock_failed; n += 1000) {
+			uint64_t ns = 0;
+			int ret = run_mlock(n, &ns);
+
+			if (ret) {
+				mlock_failed = ret;
+				bench_unsupported("mlock", "libguard-fallback", (long)n, ret);
+				break;
+			}
+			bench_emit("mlock", "libguard-fallback", (long)n, "ns_per_guard", rep,
+				   (double)ns / (double)n, "ns");
+		}
+	}
+	return 0;
+}

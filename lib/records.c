@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The fallback's record: disjoint intervals of the address space, each
+ * with what the library knew of it when it protected it (struct lg_rec),
+ * in a treap (a binary search tree kept balanced by random priorities):
+ * O(log n) expected insertion, lookup and removal, with no per-call cost
+ * growing with the number of records. Nodes never move, so a pointer to a
+ * record stays valid until that record is deleted. Called with lg_lock()
+ * held; nodes for splits are reserved first (lg_rec_reserve()) so that
+ * no step after a system call can fail.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+
+struct node {
+	struct lg_rec rec;	/* first: a record is its node */
+	struct node *left, *right;
+	uint32_t prio;
+};
+
+static struct node *root;
+static struct node *spare;	/* reserved nodes, linked through ->right */
+static size_t nspare;
+static uint32_t seed = 2463534242u;
+size_t lg_fallback_live;
+
+static uint32_t next_prio(void)
+{
+	seed ^= seed << 13;
+	seed ^= seed >> 17;
+	seed ^= seed << 5;
+	return seed;
+}
+
+int lg_rec_reserve(size_t n)
+{
+	while (nspare < n) {
+		struct node *x = malloc(sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		x->right = spare;
+		spare = x;
+		nspare++;
+	}
+	return 0;
+}
+
+/* Split t into the nodes starting below key (*l) and the rest (*r). */
+static void split(struct node *t, uintptr_t key, struct node **l, struct node **r)
+{
+	while (t) {
+		if (t->rec.start < key) {
+			*l = t;
+			l = &t->right;
+			t = t->right;
+		} else {
+			*r = t;
+			r = &t->left;
+			t = t->left;
+		}
+	}
+	*l = *r = NULL;
+}
+
+/* Join a and b, every node of a below every node of b. */
+static struct node *join(struct node *a, struct node *b)
+{
+	struct node *out, **at = &out;
+
+	while (a && b) {
+		if (a->prio > b->prio) {
+			*at = a;
+			at = &a->right;
+			a = a->right;
+		} else {
+			*at = b;
+			at = &b->left;
+			b = b->left;
+		}
+	}
+	*at = a ? a : b;
+	return out;
+}
+
+struct lg_rec *lg_rec_insert(const struct lg_rec *rec)
+{
+	struct node *x = spare, **at = &root;
+
+	if (!x)
+		abort();	/* a caller that did not reserve: a bug */
+	spare = x->right;
+	nspare--;
+	x->rec = *rec;
+	x->left = x->right = NULL;
+	x->prio = next_prio();
+	while (*at && (*at)->prio >= x->prio)
+		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
+	split(*at, rec->start, &x->left, &x->right);
+	*at = x;
+	__atomic_store_n(&lg_fallback_live, lg_fallback_live + 1, __ATOMIC_RELEASE);
+	return &x->rec;
+}
+
+void lg_rec_delete(struct lg_rec *rec)
+{
+	struct node **at = &root, *x = (struct node *)rec;
+
+	while (*at != x)
+		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
+	*at = join(x->left, x->right);
+	/* A few kept as spares: the next split or insert needs one. */
+	if (nspare < 64) {
+		x->right = spare;
+		spare = x;
+		nspare++;
+	} else {
+		free(x);
+	}
+	__atomic_store_n(&lg_fallback_live, lg_fallback_live - 1, __ATOMIC_RELEASE);
+}
+
+struct lg_rec *lg_rec_first_above(uintptr_t addr)
+{
+	struct node *t = root, *best = NULL;
+
+	while (t) {
+		if (t->rec.end > addr) {
+			best = t;
+			t = t->left;
+		} else {
+			t = t->right;
+		}
+	}
+	return best ? &best->rec : NULL;
+}
+
+struct lg_rec *lg_rec_before(uintptr_t addr)
+{
+	struct node *t = root, *best = NULL;
+
+	while (t) {
+		if (t->rec.start < addr) {
+			best = t;
+			t = t->right;
+		} else {
+			t = t->left;
+		}
+	}
+	return best ? &best->rec : NULL;
+}
