@@ -102,8 +102,9 @@ static bool want_elf_native(void)
 	return !forced_fallback() && (want_caps(NULL) & GUARD_CAP_FILE);
 }
 
-static volatile int racing;
-static volatile long raced_reads, raced_faults;
+/* Shared with the reader thread: atomics, so that TSan sees no race. */
+static int racing;
+static long raced_reads, raced_faults;
 static __thread sigjmp_buf race_env;
 
 static void race_fault(int sig)
@@ -124,13 +125,13 @@ static void *race_reader(void *arg)
 {
 	const struct layout *l = arg;
 
-	while (racing)
+	while (__atomic_load_n(&racing, __ATOMIC_RELAXED))
 		for (int h = 0; h < l->holes; h++)
 			for (uintptr_t p = l->hole[h][0]; p < l->hole[h][1]; p += pg) {
 				if (try_read(p))
-					raced_reads++;
+					__atomic_fetch_add(&raced_reads, 1, __ATOMIC_RELAXED);
 				else
-					raced_faults++;
+					__atomic_fetch_add(&raced_faults, 1, __ATOMIC_RELAXED);
 			}
 	return NULL;
 }
@@ -159,13 +160,13 @@ static void no_accessible_instant(void **state)
 			_exit(10);
 		layout_of(lib_path(), &l);
 		sigaction(SIGSEGV, &sa, NULL);
-		racing = 1;
+		__atomic_store_n(&racing, 1, __ATOMIC_RELAXED);
 		pthread_create(&t, NULL, race_reader, &l);
-		while (raced_faults < 100)
+		while (__atomic_load_n(&raced_faults, __ATOMIC_RELAXED) < 100)
 			usleep(100);
 		ret = guard_elf_segments(dlsym(h, "lib64k_fn"), 0);
 		usleep(2000);
-		racing = 0;
+		__atomic_store_n(&racing, 0, __ATOMIC_RELAXED);
 		pthread_join(t, NULL);
 		printf("# racing reader: %ld faults, %ld successful reads; guarded %d\n",
 		       raced_faults, raced_reads, ret);

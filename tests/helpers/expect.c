@@ -48,7 +48,7 @@ static unsigned int parse_caps(const char *list)
 
 unsigned int expect_caps(const char **why)
 {
-	static char reason[160];
+	static __thread char reason[160];
 	const char *env = getenv("LIBGUARD_EXPECT_CAPS");
 	struct utsname u;
 	unsigned int major = 0, minor = 0, caps = 0;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum tkind { T_ANON, T_SHMEM, T_FILE, T_READONLY, T_NKINDS };
 
@@ -91,5 +92,37 @@ int page_prot(const void *addr);
  * there kills the test). Returns the number of wrong answers.
  */
 long guard_threads(int slots, int rounds, unsigned int flags, unsigned char want);
+
+/*
+ * The sanitizer this program is built with (meson -Db_sanitize=...):
+ * "AddressSanitizer" or "ThreadSanitizer", else undefined. A check that cannot work
+ * under it calls skip_under_sanitizer(why) first: it prints the reason and
+ * skips there, and runs everywhere else.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define GT_SANITIZER "AddressSanitizer"
+#elif defined(__SANITIZE_THREAD__)
+#define GT_SANITIZER "ThreadSanitizer"
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GT_SANITIZER "AddressSanitizer"
+#elif __has_feature(thread_sanitizer)
+#define GT_SANITIZER "ThreadSanitizer"
+#endif
+#endif
+#ifdef GT_SANITIZER
+/* The same for one sanitizer only (name as in GT_SANITIZER). */
+#define skip_under(name, why)                                                           \
+	do {                                                                            \
+		if (!strcmp(GT_SANITIZER, name)) {                                      \
+			printf("# skipped under %s: %s\n", GT_SANITIZER, why);        \
+			skip();                                                         \
+		}                                                                       \
+	} while (0)
+#define skip_under_sanitizer(why) skip_under(GT_SANITIZER, why)
+#else
+#define skip_under(name, why) ((void)(name), (void)(why))
+#define skip_under_sanitizer(why) ((void)(why))
+#endif
 
 #endif

@@ -543,5 +543,6 @@ int main(int argc, char **argv)
 	       (unsigned long long)seed, now() - t0, atomic_load(&n_access), atomic_load(&n_fault_mapper),
 	       atomic_load(&n_fault_accerr), atomic_load(&n_unstable), atomic_load(&n_guard_ops),
 	       atomic_load(&n_mprotects), atomic_load(&n_zaps), atomic_load(&n_forks));
+	free(th);
 	return 0;
 }
