@@ -4,7 +4,9 @@
  * do (helpers/expect.c), it is the same from every thread, it ignores
  * LIBGUARD_FORCE_FALLBACK, and it leaves errno alone.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -103,9 +105,26 @@ static const char *self_path;
 static void probe_without_tmp(int out)
 {
 	static const char *const dirs[] = { "/tmp", "/var/tmp" };
+	char preload[64];
+	Dl_info lib;
+	int exe, so;
 
 	unsetenv("LIBGUARD_PROBE_DIR");
 	unsetenv("TMPDIR");
+	/*
+	 * The build directory may itself be under /tmp (a CI clone), which
+	 * the tmpfs below hides: keep this program and libguard open, and
+	 * run them through their descriptors (ld.so takes the preloaded
+	 * object for the libguard.so.0 the program needs, by its soname).
+	 */
+	exe = open("/proc/self/exe", O_RDONLY);
+	if (exe < 0 || !dladdr((void *)guard_probe, &lib) || !lib.dli_fname ||
+	    (so = open(lib.dli_fname, O_RDONLY)) < 0) {
+		dprintf(out, "skip: cannot open this program or libguard: %s\n", strerror(errno));
+		_exit(0);
+	}
+	snprintf(preload, sizeof(preload), "/proc/self/fd/%d", so);
+	setenv("LD_PRELOAD", preload, 1);
 	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
 		dprintf(out, "skip: no mount namespace: %s\n", strerror(errno));
 		_exit(0);
@@ -116,7 +135,7 @@ static void probe_without_tmp(int out)
 			_exit(0);
 		}
 	dup2(out, 1);
-	execl(self_path, self_path, "--probe-child", (char *)NULL);
+	fexecve(exe, (char *const[]){ (char *)self_path, "--probe-child", NULL }, environ);
 	dprintf(out, "skip: exec %s: %s\n", self_path, strerror(errno));
 	_exit(0);
 }
