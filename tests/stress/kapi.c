@@ -128,6 +128,79 @@ int kapi_vma_count(void)
 	return n;
 }
 
+/* One VMA of /proc/self/smaps: its maps line's fields and its VmFlags. */
+struct smaps_vma {
+	uintptr_t start, end;
+	char perms[5];
+	unsigned long long off, inode;
+	char dev[16];
+	char flags[160];	/* VmFlags without "gu" and "sd" */
+};
+
+/* VmFlags tokens in @line, less the ones that never keep VMAs apart. */
+static void vmflags_kept(const char *line, char *out, size_t size)
+{
+	char copy[512], *save = NULL;
+	size_t len = 0;
+
+	snprintf(copy, sizeof(copy), "%.*s", (int)strcspn(line, "\n"), line);
+	out[0] = '\0';
+	for (char *t = strtok_r(copy, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+		if (strcmp(t, "gu") && strcmp(t, "sd") && len + strlen(t) + 2 < size)
+			len += (size_t)snprintf(out + len, size - len, "%s ", t);
+}
+
+int kapi_vma_twins_at(uintptr_t addr)
+{
+	struct smaps_vma below = { 0 }, above = { 0 }, cur = { 0 };
+	int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+	char *line;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r = read(fd, maps_buf + len, sizeof(maps_buf) - 1 - len);
+
+		if (r <= 0) {
+			int err = r < 0 ? errno : 0;
+
+			close(fd);
+			if (err)
+				return -err;
+			break;
+		}
+		len += (size_t)r;
+		if (len == sizeof(maps_buf) - 1) {
+			close(fd);
+			return -E2BIG;
+		}
+	}
+	maps_buf[len] = '\0';
+	for (line = maps_buf; *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] == '\n')) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx %4s %llx %15s %llu", &s, &e, cur.perms, &cur.off, cur.dev,
+			   &cur.inode) == 6) {
+			cur.start = s;
+			cur.end = e;
+			cur.flags[0] = '\0';
+		} else if (!strncmp(line, "VmFlags:", 8)) {
+			vmflags_kept(line + 8, cur.flags, sizeof(cur.flags));
+			if (cur.end == addr)
+				below = cur;
+			if (cur.start == addr)
+				above = cur;
+		}
+	}
+	if (!below.end || !above.end)
+		return 0;
+	return !strcmp(below.perms, above.perms) && below.perms[3] == 'p' &&
+	       !strcmp(below.dev, above.dev) && below.inode == above.inode &&
+	       (!below.inode || below.off + (below.end - below.start) == above.off) &&
+	       !strcmp(below.flags, above.flags);
+}
+
 int kapi_vma_of(uintptr_t addr, uintptr_t *start, uintptr_t *end)
 {
 	ssize_t len = read_maps();

@@ -76,6 +76,17 @@ int kapi_vma_count(void);
 /* The VMA containing addr, from /proc/self/maps: 0, or -ENOENT. Not thread-safe. */
 int kapi_vma_of(uintptr_t addr, uintptr_t *start, uintptr_t *end);
 
+/*
+ * Is addr the start of a VMA whose neighbour below ends there and is its
+ * twin: the same permissions, private, the same device, inode and a
+ * contiguous offset, and the same VmFlags in /proc/self/smaps but for the
+ * ones that never keep VMAs apart ("gu", "sd")? 1 if so, 0 if not (or if
+ * addr is no such boundary), -errno on failure. Two twins can only have
+ * been kept apart by what smaps does not show: 6.12's anon_vma merge rule.
+ * Not thread-safe.
+ */
+int kapi_vma_twins_at(uintptr_t addr);
+
 /* Print the /proc/self/maps lines that overlap [start, end) to fd. */
 void kapi_dump_maps(int fd, uintptr_t start, uintptr_t end);
 

@@ -308,9 +308,10 @@ int main(int argc, char **argv)
 		if (c->lk.refused_by[i])
 			printf(" %s %lu", ops_name(i), c->lk.refused_by[i]);
 	printf("\n%s: uffd: %lu pages filled (%lu of them guarded, %lu shmem), %lu EEXIST "
-	       "(%lu guarded, %lu shmem), %lu ZEROPAGE ops\n", c->prog, c->uf.filled,
+	       "(%lu guarded, %lu shmem), %lu ZEROPAGE ops; %lu VMA edges left by the anon_vma "
+	       "merge rule\n", c->prog, c->uf.filled,
 	       c->uf.guard_filled, c->uf.shmem_filled, c->uf.eexist, c->uf.guard_eexist,
-	       c->uf.shmem_eexist, c->uf.zeropage);
+	       c->uf.shmem_eexist, c->uf.zeropage, c->uf.anon_vma_apart);
 	printf("%s: replay: %s --seed %llu --ops %llu --arena-mb %zu --full-every %u\n", c->prog,
 	       c->prog, (unsigned long long)c->seed, (unsigned long long)c->op, c->arena_mb,
 	       c->full_every);

@@ -52,6 +52,7 @@ struct ctx {
 		unsigned long guard_filled, guard_eexist;	/* of them guarded */
 		unsigned long zeropage;			/* UFFDIO_ZEROPAGE ops */
 		unsigned long shmem_filled, shmem_eexist;	/* of them shmem */
+		unsigned long anon_vma_apart;	/* VMA edges left by the anon_vma rule */
 	} uf;
 };
 
