@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,41 +104,70 @@ static const char *self_path;
  * read-only tmpfs and no LIBGUARD_PROBE_DIR or TMPDIR, then this program
  * again (a process that has not probed yet), printing guard_probe().
  */
+/*
+ * Mount a read-only tmpfs on @dir. If @keep (the build directory) is under
+ * it, bind it back to the same path first, so that this program still finds
+ * itself and libguard.so.0 (a CI clone under /tmp); @keep_fd is the original.
+ */
+static int hide_dir(const char *dir, const char *keep, int keep_fd)
+{
+	size_t n = strlen(dir);
+	char path[PATH_MAX], src[64];
+
+	if (mount("tmpfs", dir, "tmpfs", 0, "mode=0755"))
+		return -1;
+	if (!strncmp(keep, dir, n) && keep[n] == '/') {
+		snprintf(path, sizeof(path), "%s", keep);
+		for (char *slash = path + n + 1; (slash = strchr(slash, '/')); slash++) {
+			*slash = '\0';
+			if (mkdir(path, 0755) && errno != EEXIST)
+				return -1;
+			*slash = '/';
+		}
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", keep_fd);
+		if ((mkdir(path, 0755) && errno != EEXIST) ||
+		    mount(src, path, NULL, MS_BIND, NULL))
+			return -1;
+	}
+	return mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY, NULL);
+}
+
 static void probe_without_tmp(int out)
 {
 	static const char *const dirs[] = { "/tmp", "/var/tmp" };
-	char preload[64];
+	char libdir[PATH_MAX], exe[PATH_MAX];
 	Dl_info lib;
-	int exe, so;
+	int keep;
 
 	unsetenv("LIBGUARD_PROBE_DIR");
 	unsetenv("TMPDIR");
 	/*
-	 * The build directory may itself be under /tmp (a CI clone), which
-	 * the tmpfs below hides: keep this program and libguard open, and
-	 * run them through their descriptors (ld.so takes the preloaded
-	 * object for the libguard.so.0 the program needs, by its soname).
+	 * This program and libguard, as they are now: the build directory
+	 * (the parent of libguard's, which holds the tests too) stays where it
+	 * is, so that the program and its $ORIGIN run path still work.
 	 */
-	exe = open("/proc/self/exe", O_RDONLY);
-	if (exe < 0 || !dladdr((void *)guard_probe, &lib) || !lib.dli_fname ||
-	    (so = open(lib.dli_fname, O_RDONLY)) < 0) {
-		dprintf(out, "skip: cannot open this program or libguard: %s\n", strerror(errno));
+	if (!realpath("/proc/self/exe", exe) || !dladdr((void *)guard_probe, &lib) ||
+	    !lib.dli_fname || !realpath(lib.dli_fname, libdir)) {
+		dprintf(out, "skip: cannot find this program or libguard: %s\n", strerror(errno));
 		_exit(0);
 	}
-	snprintf(preload, sizeof(preload), "/proc/self/fd/%d", so);
-	setenv("LD_PRELOAD", preload, 1);
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+	*strrchr(libdir, '/') = '\0';
+	if (strrchr(libdir, '/') != libdir)
+		*strrchr(libdir, '/') = '\0';
+	/* Opened in the new namespace: a bind mount's source must be in it. */
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    (keep = open(libdir, O_PATH | O_DIRECTORY)) < 0) {
 		dprintf(out, "skip: no mount namespace: %s\n", strerror(errno));
 		_exit(0);
 	}
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (!access(dirs[i], F_OK) && mount("tmpfs", dirs[i], "tmpfs", MS_RDONLY, NULL)) {
+		if (!access(dirs[i], F_OK) && hide_dir(dirs[i], libdir, keep)) {
 			dprintf(out, "skip: mount tmpfs on %s: %s\n", dirs[i], strerror(errno));
 			_exit(0);
 		}
 	dup2(out, 1);
-	fexecve(exe, (char *const[]){ (char *)self_path, "--probe-child", NULL }, environ);
-	dprintf(out, "skip: exec %s: %s\n", self_path, strerror(errno));
+	execl(exe, self_path, "--probe-child", (char *)NULL);
+	dprintf(out, "skip: exec %s: %s\n", exe, strerror(errno));
 	_exit(0);
 }
 
