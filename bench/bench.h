@@ -13,6 +13,7 @@
 #ifndef LIBGUARD_BENCH_H
 #define LIBGUARD_BENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -62,6 +63,17 @@ int bench_pmadvise(int pidfd, const struct iovec *iov, size_t n, int advice);
 int bench_tmpfile(void);
 
 /* Rotate the order of nmodes modes by repetition: the index of slot k. */
+/*
+ * Repetitions of an N-guard measurement in one sample: at least ~20000
+ * guards per sample, so small N repeat; at most 20 with --quick.
+ */
+static inline int bench_inner(size_t n, bool quick)
+{
+	int inner = n >= 20000 ? 1 : (int)(20000 / n);
+
+	return quick && inner > 20 ? 20 : inner;
+}
+
 static inline int bench_order(int rep, int k, int nmodes)
 {
 	return (k + rep) % nmodes;

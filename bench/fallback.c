@@ -111,10 +111,8 @@ int main(int argc, char **argv)
 				continue;
 			for (size_t k = 0; k < count; k++) {
 				size_t n = (size_t)ns_set[k];
-				int inner = n >= 20000 ? 1 : (int)(20000 / n);
+				int inner = bench_inner(n, o.quick);
 
-				if (o.quick && inner > 20)
-					inner = 20;
 				for (int s = 0; s < NMODES; s++) {
 					int m = bench_order(rep, s, NMODES);
 					uint64_t ti = 0, tr = 0;

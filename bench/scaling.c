@@ -99,11 +99,8 @@ int main(int argc, char **argv)
 	for (int rep = 1; rep <= o.reps; rep++) {
 		for (size_t k = 0; k < count; k++) {
 			size_t n = (size_t)ns_set[k];
-			/* at least ~20000 guards per sample: small N repeat */
-			int inner = n >= 20000 ? 1 : (int)(20000 / n);
+			int inner = bench_inner(n, o.quick);
 
-			if (o.quick && inner > 20)
-				inner = 20;
 			for (int s = 0; s < NMODES; s++) {
 				int m = bench_order(rep, s, NMODES);
 				uint64_t total = 0;
