@@ -43,10 +43,20 @@ extern "C" {
 /* Flags for guard_install(), guard_remove() and the batch calls. */
 #define GUARD_NATIVE	(1u << 0) /* native guards only: -EOPNOTSUPP rather than fall back */
 #define GUARD_FALLBACK	(1u << 1) /* the mprotect(PROT_NONE) method only */
+/*
+ * Installs only: the caller vouches that the range holds no guard yet
+ * (memory it has just mapped, or whose guards it removed), so the library
+ * need not look before installing. See guard_install().
+ */
+#define GUARD_FRESH	(1u << 2)
 
 /* Values OR-ed into guard_query()'s vector: which method guards a page. */
 #define GUARD_QUERY_NATIVE	0x01
 #define GUARD_QUERY_FALLBACK	0x02
+
+/* The method a call used, from guard_install2() and guard_map_anon(). */
+#define GUARD_METHOD_NATIVE	GUARD_QUERY_NATIVE
+#define GUARD_METHOD_FALLBACK	GUARD_QUERY_FALLBACK
 
 /*
  * guard_probe - the guard capabilities of the running kernel
@@ -78,6 +88,16 @@ unsigned int guard_probe(void);
  * Contents: private anonymous data (and private copies of file pages) in
  * the range are discarded, file and shmem data are kept, by both methods.
  *
+ * Cost: a one-page range costs one madvise(). A longer one also costs a
+ * look at the range first (one PAGEMAP_SCAN), so that a failure can remove
+ * exactly the guards this call added and keep those that were there.
+ * GUARD_FRESH skips the look: the caller vouches that the range holds no
+ * guard yet, and a failed call then removes every guard it finds in the
+ * range. With GUARD_FRESH an unmapped hole in the range is found by the
+ * kernel, after it has guarded the mapped parts (discarding their private
+ * anonymous data, as a guard does): they are unguarded again and the call
+ * fails with -ENOMEM.
+ *
  * Returns 0, or: -EINVAL (bad address, length or flags, or a VM_PFNMAP,
  * VM_IO, VM_MIXEDMAP or VM_DONTEXPAND mapping), -ENOMEM (part of the range
  * is not mapped, or the kernel ran out of memory or VMAs), -EOPNOTSUPP
@@ -86,6 +106,15 @@ unsigned int guard_probe(void);
  * no page of the range is left guarded by this call.
  */
 int guard_install(void *addr, size_t len, unsigned int flags);
+
+/*
+ * guard_install2 - guard_install(), telling which method it used
+ *
+ * As guard_install(addr, len, flags); on success *method (if not NULL) is
+ * GUARD_METHOD_NATIVE or GUARD_METHOD_FALLBACK, found without a further
+ * system call. On failure *method is 0.
+ */
+int guard_install2(void *addr, size_t len, unsigned int flags, unsigned int *method);
 
 /*
  * guard_remove - remove guards from [addr, addr + len)
@@ -120,9 +149,13 @@ int guard_query(const void *addr, size_t len, unsigned char *vec);
  * guard_install_batch, guard_remove_batch - many ranges in one call
  *
  * Apply guard_install() or guard_remove() to each of the count ranges in
- * order. Single-page installs and all removals go to the kernel together
- * through process_madvise() (in chunks of IOV_MAX ranges) where
- * GUARD_CAP_PROCESS_MADVISE is present; the other ranges one by one.
+ * order, many ranges per process_madvise() (IOV_MAX at a time) where
+ * GUARD_CAP_PROCESS_MADVISE is present; one range costs one madvise().
+ * Removals go together unless the fallback has guards about.
+ *
+ * Ranges of one page, and with GUARD_FRESH ranges of any length, go to
+ * the kernel together; without GUARD_FRESH a longer range is looked at
+ * first, as by guard_install(), and goes on its own.
  *
  * Returns 0 when every range is done. On failure returns the negative
  * errno for the first range that failed and, if done is not NULL, stores
@@ -169,11 +202,38 @@ void *guard_map_file(int fd, off_t offset, size_t len, int prot, int flags, size
 		     size_t guard_after);
 
 /*
- * guard_unmap - unmap what guard_map_file() mapped, guards included
+ * guard_map_anon - anonymous memory with guard regions around it
  *
- * addr and len are the address guard_map_file() returned and the len given
- * to it. Returns 0, or -EINVAL (not a mapping of guard_map_file(), or a
- * different length: nothing is unmapped).
+ * For allocators: maps len bytes (rounded up to a page multiple) like
+ * mmap(NULL, len, prot, flags | MAP_ANONYMOUS, -1, 0), with guard_before
+ * bytes of guard directly below and guard_after bytes directly above
+ * (page multiples, either may be 0). flags is MAP_PRIVATE or MAP_SHARED,
+ * optionally with MAP_NORESERVE, MAP_POPULATE or MAP_STACK; prot any of
+ * PROT_READ, PROT_WRITE, PROT_EXEC or PROT_NONE. gflags may hold
+ * GUARD_NATIVE or GUARD_FALLBACK, as for guard_install(); the range is
+ * fresh memory, so no look is taken first (GUARD_FRESH is implied).
+ *
+ * VMAs: one with native guards; with the fallback each guard is a
+ * PROT_NONE VMA of its own. If method is not NULL it receives
+ * GUARD_METHOD_NATIVE or GUARD_METHOD_FALLBACK (0 when there are no
+ * guards). Cost: one mmap() plus one madvise() per guard, as by hand.
+ *
+ * Returns the address of the first usable byte, or MAP_FAILED with errno:
+ * EINVAL (flags, gflags, prot, alignment, zero or overflowing sizes),
+ * EOPNOTSUPP (GUARD_NATIVE, and the guards would need the fallback), or an
+ * error of mmap(2) or guard_install(). Nothing is left mapped on failure.
+ * Undo with guard_unmap(addr, len).
+ */
+void *guard_map_anon(size_t len, int prot, int flags, size_t guard_before, size_t guard_after,
+		     unsigned int gflags, unsigned int *method);
+
+/*
+ * guard_unmap - unmap what guard_map_file() or guard_map_anon() mapped,
+ * guards included
+ *
+ * addr and len are the address the call returned and the len given to it.
+ * Returns 0, or -EINVAL (not such a mapping, or a different length:
+ * nothing is unmapped).
  */
 int guard_unmap(void *addr, size_t len);
 

@@ -7,9 +7,17 @@
  * process_madvise() reports progress in bytes and loses the error of the
  * range it stopped at, so that range goes through the one-range path,
  * which gives the real error (or falls back), and the batch resumes after
- * it. Installs are batched only for single-page ranges: those either get a
- * guard or nothing, so a stop never leaves one half done; longer ranges
- * need the rollback of guard_install().
+ * it. A multi-page install can stop inside a range (at a VMA that can't
+ * have guards, or a hole), having guarded its first part; that part is
+ * undone before the one-range path retries it, which needs to know what
+ * was guarded before: so longer installs go in the batch only with
+ * GUARD_FRESH (nothing was), the others go alone, with guard_install()'s
+ * look first. One-page installs get a guard or nothing, removals are what
+ * they are: both always go in the batch.
+ *
+ * No descriptor is opened per call: PIDFD_SELF, or a pidfd kept in
+ * proc.c (a fork() child opens its own). A batch of one range is one
+ * madvise(), cheaper than process_madvise().
  */
 #include "internal.h"
 
@@ -45,43 +53,59 @@ static int check_all(const struct iovec *ranges, size_t count)
 	return 0;
 }
 
-typedef int one_fn(uintptr_t start, uintptr_t end, unsigned int flags);
+static int one(int advice, const struct iovec *r, unsigned int flags)
+{
+	size_t page = lg_page_size();
+	uintptr_t start = (uintptr_t)r->iov_base;
+	uintptr_t end = start + ((r->iov_len + page - 1) & ~(page - 1));
+
+	return advice == MADV_GUARD_INSTALL ? lg_install_one(start, end, flags, NULL)
+					    : lg_remove_one(start, end, flags);
+}
+
+/* process_madvise() of n ranges: bytes done, or -errno; a lost pidfd is opened again once. */
+static long kernel_batch(int *target, const struct iovec *v, size_t n, int advice)
+{
+	long got = lg_process_madvise(*target, v, n, advice);
+
+	if (got == -EBADF && *target >= 0 && lg_proc_lost(LG_PROC_PIDFD, *target) &&
+	    !lg_self_target(target))
+		got = lg_process_madvise(*target, v, n, advice);
+	return got;
+}
 
 static int batch(const struct iovec *ranges, size_t count, unsigned int flags, size_t *done,
 		 int advice, bool use_kernel)
 {
 	size_t page = lg_page_size(), i = 0;
-	one_fn *one = advice == MADV_GUARD_INSTALL ? lg_install_one : lg_remove_one;
-	int pidfd = -1, ret = 0;
+	bool any_len = advice == MADV_GUARD_REMOVE || (flags & GUARD_FRESH);
+	int target = 0, ret = 0;
 
-	if (use_kernel && (lg_caps() & GUARD_CAP_PROCESS_MADVISE))
-		pidfd = lg_pidfd_self();
+	use_kernel = use_kernel && count > 1 && (lg_caps() & GUARD_CAP_PROCESS_MADVISE) &&
+		     !lg_self_target(&target);
 	while (i < count) {
 		size_t j = i, bytes = 0;
 
-		/* install: only single pages; remove: any range */
-		while (pidfd >= 0 && j < count && j - i < IOV_MAX &&
-		       (advice == MADV_GUARD_REMOVE || ranges[j].iov_len <= page))
+		while (use_kernel && j < count && j - i < IOV_MAX &&
+		       (any_len || ranges[j].iov_len <= page))
 			bytes += ranges[j++].iov_len;
-		if (j > i) {
-			long got = lg_process_madvise(pidfd, ranges + i, j - i, advice);
+		if (j - i > 1) {
+			long got = kernel_batch(&target, ranges + i, j - i, advice);
 
 			if (got == (long)bytes) {
 				i = j;
 				continue;
 			}
 			i += ranges_done(ranges + i, j - i, got > 0 ? got : 0);
+			/* Stopped inside a fresh range: what it guarded goes. */
+			if (advice == MADV_GUARD_INSTALL && ranges[i].iov_len > page)
+				lg_madvise(ranges[i].iov_base, ranges[i].iov_len, MADV_GUARD_REMOVE);
 		}
-		ret = one((uintptr_t)ranges[i].iov_base,
-			  (uintptr_t)ranges[i].iov_base +
-				  ((ranges[i].iov_len + page - 1) & ~(page - 1)),
-			  flags);
+		ret = one(advice, &ranges[i], flags);
 		if (ret)
 			break;
 		i++;
 	}
-	if (pidfd >= 0)
-		close(pidfd);
 	if (done)
 		*done = ret ? i : count;
 	return ret;
@@ -89,9 +113,9 @@ static int batch(const struct iovec *ranges, size_t count, unsigned int flags, s
 
 /* Checks shared by both entry points: nothing is done on -EINVAL. */
 static int batch_entry(const struct iovec *ranges, size_t count, unsigned int flags,
-		       size_t *done, bool *native)
+		       unsigned int allowed, size_t *done, bool *native)
 {
-	int ret = lg_native_policy(flags, native);
+	int ret = lg_native_policy(flags, allowed, native);
 
 	if (done)
 		*done = 0;
@@ -103,7 +127,7 @@ LG_EXPORT int guard_install_batch(const struct iovec *ranges, size_t count, unsi
 {
 	LG_KEEP_ERRNO;
 	bool native;
-	int ret = batch_entry(ranges, count, flags, done, &native);
+	int ret = batch_entry(ranges, count, flags, LG_INSTALL_FLAGS, done, &native);
 
 	return ret ? ret : batch(ranges, count, flags, done, MADV_GUARD_INSTALL, native);
 }
@@ -113,7 +137,7 @@ LG_EXPORT int guard_remove_batch(const struct iovec *ranges, size_t count, unsig
 {
 	LG_KEEP_ERRNO;
 	bool native;
-	int ret = batch_entry(ranges, count, flags, done, &native);
+	int ret = batch_entry(ranges, count, flags, LG_FLAGS_ALL, done, &native);
 
 	/*
 	 * The kernel's batch only knows native guards: with fallback records

@@ -14,9 +14,9 @@
  * are inlined into the entry points, so that a call costs little more than
  * its madvise(); batch.c and the wrappers get them through the lg_ names.
  */
-static inline int policy(unsigned int flags, bool *native)
+static inline int policy(unsigned int flags, unsigned int allowed, bool *native)
 {
-	if (flags & ~LG_FLAGS_ALL || (flags & LG_FLAGS_ALL) == LG_FLAGS_ALL)
+	if (flags & ~allowed || (flags & LG_FLAGS_ALL) == LG_FLAGS_ALL)
 		return -EINVAL;
 	*native = false;
 	if (flags & GUARD_FALLBACK)
@@ -27,44 +27,53 @@ static inline int policy(unsigned int flags, bool *native)
 	return 0;
 }
 
-int lg_native_policy(unsigned int flags, bool *native)
+int lg_native_policy(unsigned int flags, unsigned int allowed, bool *native)
 {
-	return policy(flags, native);
+	return policy(flags, allowed, native);
 }
 
 /*
  * One page lies in one VMA: it gets a guard or nothing happens, and the
  * kernel's answer is the whole check (native.c says why longer ranges
- * need more).
+ * need more, and what GUARD_FRESH spares them).
  */
-static inline int native_install(uintptr_t start, uintptr_t end)
+static inline int native_install(uintptr_t start, uintptr_t end, unsigned int flags)
 {
 	if (end - start == lg_page_size())
 		return lg_madvise((void *)start, end - start, MADV_GUARD_INSTALL);
-	return lg_native_install_range(start, end);
+	return lg_native_install_range(start, end, flags & GUARD_FRESH);
 }
 
-static inline LG_HOT int install_one(uintptr_t start, uintptr_t end, unsigned int flags)
+/* *method: the method that placed the guards, 0 on failure. */
+static inline LG_HOT int install_one(uintptr_t start, uintptr_t end, unsigned int flags,
+				     unsigned int *method)
 {
 	bool native;
-	int ret = policy(flags, &native);
+	int ret = policy(flags, LG_INSTALL_FLAGS, &native);
 
+	*method = 0;
 	if (ret)
 		return ret;
 	if (native) {
-		ret = native_install(start, end);
+		ret = native_install(start, end, flags);
 		/* EINVAL here: this mapping can't have native guards. */
-		if (ret != -EINVAL)
+		if (ret != -EINVAL) {
+			*method = ret ? 0 : GUARD_METHOD_NATIVE;
 			return ret;
+		}
 		if (flags & GUARD_NATIVE)
 			return -EOPNOTSUPP;
 	}
-	return lg_fallback_install(start, end);
+	ret = lg_fallback_install(start, end);
+	*method = ret ? 0 : GUARD_METHOD_FALLBACK;
+	return ret;
 }
 
-int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags)
+int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags, unsigned int *method)
 {
-	return install_one(start, end, flags);
+	unsigned int how;
+
+	return install_one(start, end, flags, method ? method : &how);
 }
 
 static inline LG_HOT int native_remove(uintptr_t start, uintptr_t end)
@@ -103,7 +112,7 @@ static inline __attribute__((always_inline)) LG_HOT int remove_one(uintptr_t sta
 {
 	unsigned int caps = lg_caps();
 	bool native;
-	int ret = policy(flags, &native);
+	int ret = policy(flags, LG_FLAGS_ALL, &native);
 
 	if (ret)
 		return ret;
@@ -125,10 +134,26 @@ int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
 LG_EXPORT LG_HOT int guard_install(void *addr, size_t len, unsigned int flags)
 {
 	LG_KEEP_ERRNO;
+	unsigned int method;
 	uintptr_t end;
 	int ret = lg_check_range(addr, len, &end);
 
-	return ret ? ret : install_one((uintptr_t)addr, end, flags);
+	return ret ? ret : install_one((uintptr_t)addr, end, flags, &method);
+}
+
+LG_EXPORT LG_HOT int guard_install2(void *addr, size_t len, unsigned int flags,
+				    unsigned int *method)
+{
+	LG_KEEP_ERRNO;
+	unsigned int how = 0;
+	uintptr_t end;
+	int ret = lg_check_range(addr, len, &end);
+
+	if (!ret)
+		ret = install_one((uintptr_t)addr, end, flags, &how);
+	if (method)
+		*method = how;
+	return ret;
 }
 
 LG_EXPORT LG_HOT int guard_remove(void *addr, size_t len, unsigned int flags)

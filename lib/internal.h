@@ -93,6 +93,8 @@ struct lg_procmap_query {
 #define LG_PROCMAP_COVERING_OR_NEXT 0x10
 
 #define LG_FLAGS_ALL (GUARD_NATIVE | GUARD_FALLBACK)
+/* What an install accepts on top: removals refuse GUARD_FRESH. */
+#define LG_INSTALL_FLAGS (LG_FLAGS_ALL | GUARD_FRESH)
 
 /* Keep errno as the caller had it, whatever the function does (unused:
  * clang does not count the cleanup as a use). */
@@ -238,18 +240,23 @@ void lg_runs_vec(const struct lg_runs *runs, uintptr_t start, uintptr_t end, uns
 bool lg_guards_reportable(void);
 
 /*
- * proc.c: /proc/self/pagemap and /proc/self/maps, opened on first use and
- * kept (a fork() child opens its own): the descriptor, or -errno. After an
+ * proc.c: /proc/self/pagemap and /proc/self/maps (and a pidfd of the
+ * process), opened on first use and kept (a fork() child opens its own): the descriptor, or -errno. After an
  * error from it, lg_proc_lost() tells whether the number still names our
  * file; if not, it is forgotten and the caller may try once more. The
  * _locked forms are for callers holding lg_lock().
  */
-enum lg_proc { LG_PROC_PAGEMAP, LG_PROC_MAPS, LG_PROC_N };
+enum lg_proc { LG_PROC_PAGEMAP, LG_PROC_MAPS, LG_PROC_PIDFD, LG_PROC_N };
 int lg_proc_fd(enum lg_proc which);
 bool lg_proc_lost(enum lg_proc which, int fd);
 int lg_proc_fd_locked(enum lg_proc which);
 bool lg_proc_lost_locked(enum lg_proc which, int fd);
 void lg_proc_after_fork_child(void);
+/*
+ * The pidfd process_madvise() should name for this process: PIDFD_SELF
+ * where the kernel takes it, else the kept LG_PROC_PIDFD. 0 or -errno.
+ */
+int lg_self_target(int *target);
 
 /*
  * The scan behind it, from any source of PAGEMAP_SCAN answers (the fuzz
@@ -305,7 +312,8 @@ int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec);
 void lg_fallback_forget(uintptr_t start, uintptr_t end);
 
 /* registry.c: what guard_map_file() and guard_stack() mapped. */
-enum lg_reg_kind { LG_REG_FILE, LG_REG_STACK };
+/* LG_REG_MAP: guard_map_file() and guard_map_anon(), undone by guard_unmap(). */
+enum lg_reg_kind { LG_REG_MAP, LG_REG_STACK };
 struct lg_reg {
 	uintptr_t user, user_end;	/* what the caller got */
 	uintptr_t start, end;		/* the whole mapping, guards included */
@@ -361,14 +369,14 @@ int lg_vma_count(uintptr_t start, uintptr_t end);
  */
 int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before);
 /* A multi-page install: refused over a hole, undone exactly on failure. */
-int lg_native_install_range(uintptr_t start, uintptr_t end);
+int lg_native_install_range(uintptr_t start, uintptr_t end, bool fresh);
 /* Removal VMA by VMA, after the kernel stopped at one that can't have guards. */
 int lg_native_remove_around(uintptr_t start, uintptr_t end);
 
 /* install.c: one range, native first, fallback by policy. */
-int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags);
+int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags, unsigned int *method);
 int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags);
 /* Does this call, with these flags, use native guards at all? */
-int lg_native_policy(unsigned int flags, bool *native);
+int lg_native_policy(unsigned int flags, unsigned int allowed, bool *native);
 
 #endif

@@ -85,11 +85,11 @@ LG_EXPORT void *guard_map_file(int fd, off_t offset, size_t len, int prot, int f
 	}
 	data = base + guard_before;
 	reg = (struct lg_reg){ (uintptr_t)data, (uintptr_t)data + rlen, (uintptr_t)base,
-			       (uintptr_t)base + total, LG_REG_FILE };
+			       (uintptr_t)base + total, LG_REG_MAP };
 	if (guard_after)
-		ret = guard_install(data + rlen, guard_after, 0);
+		ret = guard_install(data + rlen, guard_after, GUARD_FRESH);
 	if (!ret && guard_before)
-		ret = guard_install(base, guard_before, 0);
+		ret = guard_install(base, guard_before, GUARD_FRESH);
 	if (!ret)
 		ret = lg_reg_add(&reg);
 	if (ret) {
@@ -108,7 +108,7 @@ LG_EXPORT int guard_unmap(void *addr, size_t len)
 	int ret = lg_check_range(addr, len, &end);
 
 	if (!ret)
-		ret = lg_reg_take((uintptr_t)addr, end, LG_REG_FILE, &reg);
+		ret = lg_reg_take((uintptr_t)addr, end, LG_REG_MAP, &reg);
 	if (!ret)
 		lg_reg_unmap(&reg);
 	return ret;

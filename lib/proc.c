@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The process's own /proc/self/pagemap and /proc/self/maps, each opened
- * once and kept: pagemap for the PAGEMAP_SCAN before a multi-page native
- * install and for guard_query(), maps for the PROCMAP_QUERY lookups of
- * the fallback (every fallback call makes one).
+ * The process's own /proc/self/pagemap and /proc/self/maps, and a pidfd
+ * of itself, each opened once and kept: pagemap for the PAGEMAP_SCAN
+ * before a multi-page native install and for guard_query(), maps for the
+ * PROCMAP_QUERY lookups of the fallback (every fallback call makes one),
+ * the pidfd for the batches' process_madvise() where the kernel does not
+ * take PIDFD_SELF (lg_self_target()).
  *
  * Why keep them: opening a /proc file costs more than the call it serves
  * (two system calls, a path walk and an mm lookup: 4 us or more against
@@ -21,11 +23,13 @@
 
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const paths[LG_PROC_N] = { "/proc/self/pagemap", "/proc/self/maps" };
-static atomic_int cached[LG_PROC_N] = { -1, -1 };	/* written under lg_lock(), read without */
+static const char *const paths[LG_PROC_N] = { "/proc/self/pagemap", "/proc/self/maps", NULL };
+static atomic_int cached[LG_PROC_N] = { -1, -1, -1 };	/* written under lg_lock(), read without */
 static dev_t cached_dev[LG_PROC_N];
 static ino_t cached_ino[LG_PROC_N];
 
@@ -76,9 +80,9 @@ int lg_proc_fd_locked(enum lg_proc which)
 
 	if (fd >= 0)
 		return fd;
-	fd = open(paths[which], O_RDONLY | O_CLOEXEC);
+	fd = paths[which] ? open(paths[which], O_RDONLY | O_CLOEXEC) : lg_pidfd_self();
 	if (fd < 0)
-		return -errno;
+		return paths[which] ? -errno : fd;
 	if (fstat(fd, &st)) {
 		int err = errno;
 
@@ -105,4 +109,34 @@ void lg_proc_after_fork_child(void)
 		if (fd >= 0)
 			close(fd);	/* the child's copy of the parent's */
 	}
+}
+
+/*
+ * PIDFD_SELF_THREAD_GROUP (Linux 6.15, and our series): process_madvise()
+ * on the caller's own process with no descriptor at all, so nothing to
+ * keep, lose or drop after fork(). Asked once, with an empty vector: the
+ * kernel resolves the pidfd, then has nothing to do.
+ */
+#define LG_PIDFD_SELF_THREAD_GROUP (-10001)
+
+static atomic_int self_ok = -1;		/* -1 unknown, 0 no, 1 yes */
+
+int lg_self_target(int *target)
+{
+	int ok = atomic_load_explicit(&self_ok, memory_order_relaxed);
+
+	if (ok < 0) {
+		struct iovec none = { NULL, 0 };
+		const char *no = getenv("LIBGUARD_NO_PIDFD_SELF");	/* tests: the kept pidfd */
+
+		ok = !(no && *no && strcmp(no, "0")) &&
+		     lg_process_madvise(LG_PIDFD_SELF_THREAD_GROUP, &none, 1, MADV_GUARD_REMOVE) == 0;
+		atomic_store_explicit(&self_ok, ok, memory_order_relaxed);
+	}
+	if (ok) {
+		*target = LG_PIDFD_SELF_THREAD_GROUP;
+		return 0;
+	}
+	*target = lg_proc_fd(LG_PROC_PIDFD);
+	return *target < 0 ? *target : 0;
 }

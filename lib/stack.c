@@ -35,9 +35,9 @@ LG_EXPORT void *guard_stack(size_t size, size_t guard_size, unsigned int flags)
 		return NULL;
 	reg = (struct lg_reg){ (uintptr_t)base + guard_size, (uintptr_t)base + guard_size + size,
 			       (uintptr_t)base, (uintptr_t)base + total, LG_REG_STACK };
-	ret = guard_install(base, guard_size, gflags);
+	ret = guard_install(base, guard_size, gflags | GUARD_FRESH);
 	if (!ret && above)
-		ret = guard_install(base + guard_size + size, above, gflags);
+		ret = guard_install(base + guard_size + size, above, gflags | GUARD_FRESH);
 	if (!ret)
 		ret = lg_reg_add(&reg);
 	if (ret) {

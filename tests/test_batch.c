@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -190,6 +191,93 @@ static void native_flag(void **state)
 	tmap_free(&m);
 }
 
+/*
+ * GUARD_FRESH: multi-page ranges go to the kernel together. A stop inside
+ * one (an mlocked VMA the kernel refuses, after the range's plain part
+ * was guarded) leaves that range with nothing from the batch; with
+ * GUARD_NATIVE the batch ends there, without it the fallback takes it.
+ */
+static void fresh_multi_page(void **state)
+{
+	struct iovec iov[4];
+	struct tmap m;
+	size_t done = 99;
+	char g = want_native(T_ANON) ? '1' : '2';
+	char want[17];
+
+	(void)state;
+	tmap_new(T_ANON, 16, &m);
+	for (int i = 0; i < 4; i++)
+		iov[i] = (struct iovec){ m.addr + 4 * i * pg, 3 * pg - 1 };
+	assert_int_equal(guard_install_batch(iov, 4, GUARD_FRESH, &done), 0);
+	assert_int_equal(done, 4);
+	snprintf(want, sizeof(want), "%c%c%c0%c%c%c0%c%c%c0%c%c%c0", g, g, g, g, g, g, g, g, g, g, g, g);
+	assert_string_equal(query_str(m.addr, 16 * pg), want);
+	assert_int_equal(guard_remove_batch(iov, 4, 0, &done), 0);
+	assert_string_equal(query_str(m.addr, 16 * pg), "0000000000000000");
+	/* GUARD_FRESH is for installs */
+	assert_int_equal(guard_remove_batch(iov, 4, GUARD_FRESH, &done), -EINVAL);
+	if (!want_native(T_ANON) || mlock(m.addr + 6 * pg, pg)) {
+		printf("# no native guards or no mlock here: no stop inside a range\n");
+		tmap_free(&m);
+		return;
+	}
+	/* range 1 is pages 4-6, and page 6 is mlocked */
+	assert_int_equal(guard_install_batch(iov, 4, GUARD_FRESH | GUARD_NATIVE, &done), -EOPNOTSUPP);
+	assert_int_equal(done, 1);
+	assert_string_equal(query_str(m.addr, 16 * pg), "1110000000000000");
+	assert_int_equal(guard_remove(m.addr, 16 * pg, 0), 0);
+	assert_int_equal(guard_install_batch(iov, 4, GUARD_FRESH, &done), 0);
+	assert_string_equal(query_str(m.addr, 16 * pg), "1110222011101110");
+	assert_int_equal(guard_remove_batch(iov, 4, 0, &done), 0);
+	assert_string_equal(query_str(m.addr, 16 * pg), "0000000000000000");
+	assert_int_equal(page_prot(m.addr + 5 * pg), PROT_READ | PROT_WRITE);
+	munlock(m.addr + 6 * pg, pg);
+	tmap_free(&m);
+}
+
+/*
+ * A fork() child's batches act on the child: the pidfd the parent kept
+ * (where the kernel has no PIDFD_SELF, or LIBGUARD_NO_PIDFD_SELF is set)
+ * names the parent, and must not be used there.
+ */
+static void child_batches_itself(void **state)
+{
+	struct iovec iov[4];
+	struct tmap m;
+	size_t done;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	tmap_new(T_ANON, 8, &m);
+	for (int i = 0; i < 4; i++)
+		iov[i] = (struct iovec){ m.addr + 2 * i * pg, pg };
+	/* the parent batches first, so that whatever it keeps is open */
+	assert_int_equal(guard_install_batch(iov, 4, 0, &done), 0);
+	assert_int_equal(guard_remove_batch(iov, 4, 0, &done), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		unsigned char vec[8];
+
+		if (guard_install_batch(iov, 4, 0, &done) || query_vec(m.addr, 8 * pg, vec))
+			_exit(1);
+		for (int i = 0; i < 8; i++)
+			if ((vec[i] == 0) != (i % 2 == 1))
+				_exit(2);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* nothing in the parent */
+	assert_string_equal(query_str(m.addr, 8 * pg), "00000000");
+	assert_int_equal(guard_install_batch(iov, 4, 0, &done), 0);
+	assert_int_equal(guard_remove_batch(iov, 4, 0, &done), 0);
+	tmap_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +286,8 @@ int main(void)
 		cmocka_unit_test(invalid_ranges),
 		cmocka_unit_test(stops_at_failure),
 		cmocka_unit_test(native_flag),
+		cmocka_unit_test(fresh_multi_page),
+		cmocka_unit_test(child_batches_itself),
 	};
 
 	guardtest_init();

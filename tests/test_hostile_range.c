@@ -93,12 +93,18 @@ static void bad_arguments_kind(enum tkind kind)
 		expect_err(unmapped, guard_install(KERNEL_ADDR, 4 * pg, flags), a, 3 * pg, NULL);
 		expect_err(unmapped, guard_remove(KERNEL_ADDR, pg, flags), a, 3 * pg, NULL);
 	}
-	/* unknown flag bits, both methods at once */
+	/* unknown flag bits, both methods at once; GUARD_FRESH is for installs only */
 	for (unsigned int bit = 2; bit < 32; bit++) {
-		expect_err(-EINVAL, guard_install(a, pg, 1u << bit), a, 3 * pg, NULL);
+		if (1u << bit != GUARD_FRESH) {
+			expect_err(-EINVAL, guard_install(a, pg, 1u << bit), a, 3 * pg, NULL);
+			expect_err(-EINVAL, guard_install2(a, pg, 1u << bit, NULL), a, 3 * pg,
+				   NULL);
+		}
 		expect_err(-EINVAL, guard_remove(a + pg, pg, 1u << bit), a, 3 * pg, NULL);
 	}
 	expect_err(-EINVAL, guard_install(a, pg, GUARD_NATIVE | GUARD_FALLBACK), a, 3 * pg, NULL);
+	expect_err(-EINVAL, guard_install(a, pg, GUARD_NATIVE | GUARD_FALLBACK | GUARD_FRESH), a,
+		   3 * pg, NULL);
 	expect_err(-EINVAL, guard_remove(a + pg, pg, ~0u), a, 3 * pg, NULL);
 	/* guard_query: the same ranges, and no vector */
 	expect_err(-EINVAL, guard_query(NULL, pg, vec), a, 3 * pg, NULL);

@@ -549,6 +549,93 @@ static void threads_disjoint(void **state)
 								    : GUARD_QUERY_FALLBACK), 0);
 }
 
+/*
+ * guard_install2(): the method it reports is the one guard_query() sees,
+ * for each backing; 0 on failure.
+ */
+static void install2_method(void **state)
+{
+	(void)state;
+	for (int k = 0; k < T_NKINDS; k++) {
+		unsigned int method = 99, want;
+		struct tmap m;
+
+		if (tmap_new((enum tkind)k, 4, &m))
+			continue;
+		want = want_native((enum tkind)k) ? GUARD_METHOD_NATIVE : GUARD_METHOD_FALLBACK;
+		assert_int_equal(guard_install2(m.addr + pg, 2 * pg, 0, &method), 0);
+		assert_int_equal(method, want);
+		assert_string_equal(query_str(m.addr, 4 * pg), want == GUARD_METHOD_NATIVE ? "0110" : "0220");
+		method = 99;
+		assert_int_equal(guard_install2(m.addr + 3 * pg, pg, GUARD_FALLBACK, &method), 0);
+		assert_int_equal(method, GUARD_METHOD_FALLBACK);
+		assert_int_equal(guard_install2(m.addr, pg, 0, NULL), 0);
+		assert_int_equal(guard_remove(m.addr, 4 * pg, 0), 0);
+		method = 99;
+		assert_int_equal(guard_install2(m.addr + 1, pg, 0, &method), -EINVAL);
+		assert_int_equal(method, 0);
+		assert_string_equal(query_str(m.addr, 4 * pg), "0000");
+		tmap_free(&m);
+	}
+}
+
+/*
+ * GUARD_FRESH: the same guards without the look first; on failure (a hole,
+ * a VMA refused midway with GUARD_NATIVE) not one guard is left in the
+ * range, and the call's error is the same as without the flag.
+ */
+static void fresh_install(void **state)
+{
+	unsigned int method = 99;
+	struct tmap m;
+
+	(void)state;
+	for (int k = 0; k < T_NKINDS; k++) {
+		if (tmap_new((enum tkind)k, 6, &m))
+			continue;
+		assert_int_equal(guard_install2(m.addr + pg, 4 * pg, GUARD_FRESH, &method), 0);
+		assert_int_equal(method, want_native((enum tkind)k) ? GUARD_METHOD_NATIVE
+								     : GUARD_METHOD_FALLBACK);
+		assert_string_equal(query_str(m.addr, 6 * pg),
+				    method == GUARD_METHOD_NATIVE ? "011110" : "022220");
+		assert_int_equal(guard_remove(m.addr, 6 * pg, 0), 0);
+		tmap_free(&m);
+	}
+	/* a hole: -ENOMEM, nothing guarded */
+	tmap_new(T_ANON, 6, &m);
+	assert_int_equal(munmap(m.addr + 3 * pg, pg), 0);
+	assert_int_equal(guard_install(m.addr, 6 * pg, GUARD_FRESH), -ENOMEM);
+	assert_string_equal(query_str(m.addr, 3 * pg), "000");
+	assert_string_equal(query_str(m.addr + 4 * pg, 2 * pg), "00");
+	assert_int_equal(guard_install(m.addr, 6 * pg, GUARD_FRESH | GUARD_FALLBACK), -ENOMEM);
+	assert_string_equal(query_str(m.addr, 3 * pg), "000");
+	assert_int_equal(page_prot(m.addr), PROT_READ | PROT_WRITE);
+	munmap(m.addr, 3 * pg);
+	munmap(m.addr + 4 * pg, 2 * pg);
+	/* plain then mlocked: GUARD_NATIVE refuses, leaving nothing; else all fallback */
+	if (!want_native(T_ANON)) {
+		printf("# native anonymous guards not expected here: no native midway failure\n");
+		return;
+	}
+	tmap_new(T_ANON, 6, &m);
+	if (mlock(m.addr + 3 * pg, 3 * pg)) {
+		printf("# mlock: %s\n", strerror(errno));
+		tmap_free(&m);
+		return;
+	}
+	assert_int_equal(guard_install2(m.addr, 6 * pg, GUARD_FRESH | GUARD_NATIVE, &method),
+			 -EOPNOTSUPP);
+	assert_int_equal(method, 0);
+	assert_string_equal(query_str(m.addr, 6 * pg), "000000");
+	assert_int_equal(guard_install2(m.addr, 6 * pg, GUARD_FRESH, &method), 0);
+	assert_int_equal(method, GUARD_METHOD_FALLBACK);
+	assert_string_equal(query_str(m.addr, 6 * pg), "222222");
+	assert_int_equal(guard_remove(m.addr, 6 * pg, 0), 0);
+	assert_int_equal(page_prot(m.addr + 4 * pg), PROT_READ | PROT_WRITE);
+	munlock(m.addr + 3 * pg, 3 * pg);
+	tmap_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -574,6 +661,8 @@ int main(void)
 		cmocka_unit_test(kept_pagemap_replaced),
 		cmocka_unit_test(errno_preserved),
 		cmocka_unit_test(threads_disjoint),
+		cmocka_unit_test(install2_method),
+		cmocka_unit_test(fresh_install),
 	};
 
 	guardtest_init();
