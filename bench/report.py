@@ -15,10 +15,12 @@ The CSV has one row per summary, columns benchmark,mode,n,metric,value,unit:
   speedup_vs_<base> median of the per-repetition ratios base / mode (the
                     modes of a repetition ran side by side), and its spread
   overhead_pct      for overhead-*: median of (library / raw - 1) * 100
-                    per repetition; its spread in percentage points
-  null_syscall_pct, pagemap_scan_pct
-                    for overhead-install-16p: a null system call's and a
-                    PAGEMAP_SCAN's time as a share of the raw madvise(),
+                    per repetition, for libguard-native and libguard-look;
+                    its spread in percentage points
+  null_syscall_pct, pagemap_scan_pct, hole_check_pct
+                    for overhead-install-*p and overhead-remove-*p beyond one
+                    page: a null system call's, a PAGEMAP_SCAN's and an
+                    msync(MS_ASYNC)'s time as a share of the raw madvise(),
                     per repetition: the floor of any check before it
 plus the single values (vmas, vmas_process, failed_at_n, failed_errno,
 unsupported) as they are.
@@ -34,8 +36,8 @@ import sys
 import tempfile
 
 RUNS = ["host", "vm-patched", "vm-stock"]
-MODES = ["native", "native-batched", "mprotect", "libguard-native", "libguard-fallback",
-         "glibc-default"]
+MODES = ["native", "native-batched", "mprotect", "libguard-native", "libguard-look",
+         "libguard-fallback", "glibc-default"]
 # The mode every other mode of a benchmark is compared with.
 BASELINE = {
     "scaling": ["mprotect"],
@@ -49,16 +51,30 @@ BASELINE = {
 }
 FALLBACK_BENCHES = ["fallback-install-1p", "fallback-remove-1p", "fallback-install-4p",
                     "fallback-remove-4p"]
-OVERHEAD_RAW = {"overhead-install-1p": "native", "overhead-install-16p": "native",
-                "overhead-batch": "native-batched", "overhead-remove": "native"}
+# bench-overhead's cases (bench/overhead.c), in order; the raw call each is measured against.
+OVERHEAD = ([f"overhead-install-{p}p" for p in (1, 4, 16, 512)]
+            + [f"overhead-remove-{p}p" for p in (1, 4, 16, 512)]
+            + [f"overhead-batch-{b}x{p}p" for p in (1, 4) for b in (1, 16, 1024)]
+            + ["overhead-map"])
+OVERHEAD_RAW = {b: "native-batched" if b.startswith("overhead-batch") else "native"
+                for b in OVERHEAD}
+OVERHEAD_WHAT = {
+    **{f"overhead-install-{p}p": f"guard_install(), {p}-page ranges"
+       + (" (GUARD_FRESH)" if p > 1 else "") for p in (1, 4, 16, 512)},
+    **{f"overhead-remove-{p}p": f"guard_remove(), {p}-page ranges" for p in (1, 4, 16, 512)},
+    **{f"overhead-batch-{b}x{p}p": f"guard_install_batch(), {b} range(s) of {p} page(s) per call"
+       + (" (GUARD_FRESH)" if p > 1 else "") + " vs process_madvise()"
+       for p in (1, 4) for b in (1, 16, 1024)},
+    "overhead-map": "guard_map_anon() + guard_unmap() vs mmap() + 2 madvise() + munmap()",
+}
 ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "collateral-maps",
-         "stacks", "files", "arena-setup", "arena-ops", "overhead-install-1p",
-         "overhead-install-16p", "overhead-batch", "overhead-remove",
+         "stacks", "files", "arena-setup", "arena-ops"] + OVERHEAD + [
          "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
          "mlock"]
 TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map")
 # overhead-install-16p's floor measurements -> their share of the raw madvise()
-FLOOR_METRICS = {"ns_null_syscall": "null_syscall_pct", "ns_pagemap_scan": "pagemap_scan_pct"}
+FLOOR_METRICS = {"ns_null_syscall": "null_syscall_pct", "ns_pagemap_scan": "pagemap_scan_pct",
+                 "ns_hole_check": "hole_check_pct"}
 
 
 def spread_pct(v):
@@ -126,7 +142,7 @@ def summarize(raw_path, csv_path):
                 rows.append((b, mode, n, "speedup_vs_" + base, statistics.median(r), "x"))
                 rows.append((b, mode, n, "speedup_vs_" + base + "_spread", spread_pct(r), "%"))
         raw = OVERHEAD_RAW.get(b)
-        if raw and mode == "libguard-native" and (b, raw, n, metric) in samples:
+        if raw and mode in ("libguard-native", "libguard-look") and (b, raw, n, metric) in samples:
             rk = samples[(b, raw, n, metric)]
             common = sorted(set(reps) & set(rk))
             o = [(reps[i] / rk[i] - 1) * 100 for i in common if rk[i] > 0]
@@ -265,11 +281,9 @@ def targets(d):
             out.append(("(context) collateral: fork time added by 30k guards, native vs mprotect",
                         f"{an:.2f} ms vs {am:.1f} ms: {am / an:.0f}x (fork with no guards: "
                         f"{z['native'] / 1e6:.2f} ms)", None))
-    # 4: libguard overhead within 5% of raw madvise
-    for b, what in (("overhead-install-1p", "guard_install(), 1-page ranges"),
-                    ("overhead-install-16p", "guard_install(), 16-page ranges"),
-                    ("overhead-batch", "guard_install_batch() vs process_madvise()"),
-                    ("overhead-remove", "guard_remove(), 1-page ranges")):
+    # 4: libguard overhead within 5% of the raw system call, or a measured floor
+    for b in OVERHEAD:
+        what = OVERHEAD_WHAT[b]
         ns = [n for (bb, m, n, met) in d if bb == b and met in ("overhead_pct", "unsupported")]
         if not ns:
             continue
@@ -281,14 +295,19 @@ def targets(d):
         if v is None:
             continue
         txt = cell(d, b, "libguard-native", n, "overhead_pct")
+        hole = d.get((b, "native", n, "hole_check_pct"))
         if v > 5:
             txt += f" — over by {v - 5:.1f} pp"
+            if hole is not None:
+                txt += (f"; floor: the hole check alone (msync) costs "
+                        f"{cell(d, b, 'native', n, 'hole_check_pct')}")
         out.append((f"overhead: {what} within 5% of raw", txt, v <= 5))
-        if b == "overhead-install-16p" and (b, "native", n, "null_syscall_pct") in d:
-            out.append(("(context) overhead: cost of one more system call, as a share of a "
-                        "16-page madvise(): getppid() / guard_install()'s PAGEMAP_SCAN",
-                        cell(d, b, "native", n, "null_syscall_pct") + " / " +
-                        cell(d, b, "native", n, "pagemap_scan_pct"), None))
+        if (b, "libguard-look", n, "overhead_pct") in d:
+            out.append((f"(context) overhead: {b}: guard_install(0), which looks first, vs raw / "
+                        "the look alone (PAGEMAP_SCAN) / a null system call",
+                        cell(d, b, "libguard-look", n, "overhead_pct") + " / " +
+                        cell(d, b, "native", n, "pagemap_scan_pct") + " / " +
+                        cell(d, b, "native", n, "null_syscall_pct"), None))
     # 5: the fallback within 1.3x of mprotect (+MADV_DONTNEED) at every N (issue 18)
     for b in FALLBACK_BENCHES:
         ns = sorted(n for (bb, m, n, met) in d
@@ -449,8 +468,8 @@ def report(results):
                     for x in bases:
                         row.append("" if m == x else cell(d, b, m, n, "speedup_vs_" + x))
                     if b in OVERHEAD_RAW:
-                        row.append(cell(d, b, m, n, "overhead_pct") if m == "libguard-native"
-                                   else "")
+                        row.append(cell(d, b, m, n, "overhead_pct")
+                                   if m in ("libguard-native", "libguard-look") else "")
                     v = d.get((b, m, n, "vmas"), d.get((b, m, n, "vmas_process")))
                     if (b, m, n, "vmas") not in d and v is not None:
                         row.append(f"{fmt(v)} (process)")
