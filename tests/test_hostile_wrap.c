@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Hostile arguments to the wrappers (guard_map_file, guard_unmap,
+ * Hostile arguments to the wrappers (guard_map_file, guard_map_anon, guard_unmap,
  * guard_stack, guard_stack_free, the pthread attribute helpers,
  * guard_elf_segments, guard_maps_open/next/close): every class of invalid
  * argument (bad descriptors of every sort, offsets past the end or
@@ -213,6 +213,56 @@ static void unmap_arguments(void **state)
 	unlink(path);
 }
 
+static void map_anon_arguments(void **state)
+{
+	static const int bad_map_flags[] = { 0, MAP_SHARED | MAP_PRIVATE, MAP_SHARED_VALIDATE,
+					     MAP_PRIVATE | MAP_FIXED, MAP_PRIVATE | MAP_ANONYMOUS,
+					     MAP_PRIVATE | MAP_HUGETLB, MAP_PRIVATE | MAP_GROWSDOWN,
+					     MAP_PRIVATE | MAP_FIXED_NOREPLACE, MAP_PRIVATE | MAP_LOCKED,
+#ifdef MAP_32BIT
+					     MAP_PRIVATE | MAP_32BIT,
+#endif
+					     MAP_PRIVATE | (1 << 30) };
+	static const unsigned int bad_gflags[] = { GUARD_FRESH, 1u << 3, GUARD_STACK_ABOVE,
+						   GUARD_ELF_COUNT, 1u << 31,
+						   GUARD_NATIVE | GUARD_FALLBACK, ~0u };
+	size_t huge = SIZE_MAX & ~(pg - 1);
+	int rw = PROT_READ | PROT_WRITE;
+	unsigned int method = 77;
+
+	(void)state;
+	expect_fail(MAP_FAILED, EINVAL, guard_map_anon(0, rw, MAP_PRIVATE, pg, pg, 0, &method), NULL);
+	assert_int_equal(method, 0);
+	expect_fail(MAP_FAILED, EINVAL, guard_map_anon(huge, rw, MAP_PRIVATE, pg, pg, 0, NULL), NULL);
+	expect_fail(MAP_FAILED, EINVAL, guard_map_anon(SIZE_MAX, rw, MAP_PRIVATE, 0, 0, 0, NULL), NULL);
+	expect_fail(MAP_FAILED, EINVAL, guard_map_anon(pg, rw, MAP_PRIVATE, pg - 1, pg, 0, NULL), NULL);
+	expect_fail(MAP_FAILED, EINVAL, guard_map_anon(pg, rw, MAP_PRIVATE, pg, pg + 1, 0, NULL), NULL);
+	expect_fail(MAP_FAILED, EINVAL, guard_map_anon(pg, rw, MAP_PRIVATE, huge, pg, 0, NULL), NULL);
+	expect_fail(MAP_FAILED, EINVAL, guard_map_anon(pg, rw, MAP_PRIVATE, pg, huge, 0, NULL), NULL);
+	expect_fail(MAP_FAILED, EINVAL,
+		    guard_map_anon(huge / 2 & ~(pg - 1), rw, MAP_PRIVATE, huge / 2 & ~(pg - 1), pg, 0,
+				   NULL), NULL);
+	expect_fail(MAP_FAILED, EINVAL,
+		    guard_map_anon((size_t)PTRDIFF_MAX & ~(pg - 1), rw, MAP_PRIVATE, pg, 0, 0, NULL),
+		    NULL);
+	expect_fail(MAP_FAILED, EINVAL, guard_map_anon(pg, 0x10, MAP_PRIVATE, pg, pg, 0, NULL), NULL);
+	expect_fail(MAP_FAILED, EINVAL, guard_map_anon(pg, -1, MAP_PRIVATE, pg, pg, 0, NULL), NULL);
+	for (size_t i = 0; i < sizeof(bad_map_flags) / sizeof(bad_map_flags[0]); i++)
+		expect_fail(MAP_FAILED, EINVAL,
+			    guard_map_anon(pg, rw, bad_map_flags[i], pg, pg, 0, NULL), NULL);
+	for (size_t i = 0; i < sizeof(bad_gflags) / sizeof(bad_gflags[0]); i++)
+		expect_fail(MAP_FAILED, EINVAL,
+			    guard_map_anon(pg, rw, MAP_PRIVATE, pg, pg, bad_gflags[i], NULL), NULL);
+	/* absurd but representable: more memory than there is */
+	expect_fail(MAP_FAILED, ENOMEM, guard_map_anon((size_t)1 << 47, rw, MAP_PRIVATE, pg, pg, 0, NULL),
+		    NULL);
+	expect_fail(MAP_FAILED, ENOMEM, guard_map_anon((size_t)1 << 62, rw, MAP_PRIVATE, 0, pg, 0, NULL),
+		    NULL);
+	if (!want_native(T_ANON))
+		expect_fail(MAP_FAILED, EOPNOTSUPP,
+			    guard_map_anon(pg, rw, MAP_PRIVATE, pg, pg, GUARD_NATIVE, NULL), NULL);
+}
+
 static void stack_arguments(void **state)
 {
 	static const unsigned int bad_flags[] = { 1u << 2, 1u << 3, 1u << 6, 1u << 31,
@@ -355,6 +405,7 @@ int main(void)
 		cmocka_unit_test(map_file_arguments),
 		cmocka_unit_test(map_file_no_write),
 		cmocka_unit_test(unmap_arguments),
+		cmocka_unit_test(map_anon_arguments),
 		cmocka_unit_test(stack_arguments),
 		cmocka_unit_test(stack_free_arguments),
 		cmocka_unit_test(attr_arguments),
