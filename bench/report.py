@@ -354,7 +354,7 @@ def targets(d):
         v = {m: d.get(("audit-vmas", m, 0, "vmas_process")) for m in AUDIT_BASES + ["libguard-audit"]}
         if all(x is not None for x in v.values()):
             out.append(("(context) audit-vmas: VMAs of cat /proc/self/maps, "
-                        + " / ".join(v), " / ".join(fmt(x) for x in v.values()), None))
+                        + " / ".join(v), " / ".join(f"{x:.0f}" for x in v.values()), None))
     return out
 
 
