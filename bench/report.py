@@ -22,6 +22,9 @@ The CSV has one row per summary, columns benchmark,mode,n,metric,value,unit:
                     page: a null system call's, a PAGEMAP_SCAN's and an
                     msync(MS_ASYNC)'s time as a share of the raw madvise(),
                     per repetition: the floor of any check before it
+  vs_<base>_pct, cpu_vs_<base>_pct
+                    for audit-exec-*: median exec time (wall, CPU) of the
+                    mode over that of the base mode, - 1, in %
 plus the single values (vmas, vmas_process, failed_at_n, failed_errno,
 unsupported) as they are.
 """
@@ -37,7 +40,8 @@ import tempfile
 
 RUNS = ["host", "vm-patched", "vm-stock"]
 MODES = ["native", "native-batched", "mprotect", "libguard-native", "libguard-look",
-         "libguard-fallback", "glibc-default"]
+         "libguard-fallback", "glibc-default", "no-audit", "null-audit", "null-audit-libc",
+         "libguard-audit"]
 # The mode every other mode of a benchmark is compared with.
 BASELINE = {
     "scaling": ["mprotect"],
@@ -70,8 +74,12 @@ OVERHEAD_WHAT = {
 ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "collateral-maps",
          "stacks", "files", "arena-setup", "arena-ops"] + OVERHEAD + [
          "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
-         "mlock"]
-TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map")
+         "mlock", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
+         "audit-vmas"]
+# bench-audit-exec (issue 19): its programs, and the modes each mode is compared with
+AUDIT_EXEC = ["audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3"]
+AUDIT_BASES = ["no-audit", "null-audit", "null-audit-libc"]
+TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map", "us_per_exec")
 # overhead-install-16p's floor measurements -> their share of the raw madvise()
 FLOOR_METRICS = {"ns_null_syscall": "null_syscall_pct", "ns_pagemap_scan": "pagemap_scan_pct",
                  "ns_hole_check": "hole_check_pct"}
@@ -156,6 +164,17 @@ def summarize(raw_path, csv_path):
         o = [reps[i] / rk[i] * 100 for i in sorted(set(reps) & set(rk)) if rk[i] > 0]
         if o:
             rows.extend(pct_rows(b, mode, n, FLOOR_METRICS[metric], o))
+
+    # audit-exec: ratios of the medians (wall and CPU time) against each base mode
+    for (b, mode, n, metric), reps in samples.items():
+        if b not in AUDIT_EXEC or metric not in ("us_per_exec", "cpu_us_per_exec"):
+            continue
+        pre = "cpu_" if metric.startswith("cpu_") else ""
+        for base in AUDIT_BASES:
+            bk = (b, base, n, metric)
+            if base != mode and bk in samples and statistics.median(samples[bk].values()):
+                v = statistics.median(reps.values()) / statistics.median(samples[bk].values())
+                rows.append((b, mode, n, f"{pre}vs_{base}_pct", (v - 1) * 100, "%"))
 
     def sort_key(r):
         b = ORDER.index(r[0]) if r[0] in ORDER else len(ORDER)
@@ -327,6 +346,35 @@ def targets(d):
         out.append(("mlock: 2000 guards cost ≤ 2.5x the time of 1000", f"{r:.2f}x", r <= 2.5))
     elif ("mlock", "libguard-fallback", 1000, "unsupported") in d:
         out.append(("mlock: 2000 guards cost ≤ 2.5x the time of 1000", "unsupported", None))
+    # 7: libguard-audit.so within 2% of a null audit module (issue 19)
+    name = "audit-exec: libguard-audit within 2% of the null audit module (median exec time)"
+    got = [(b[len("audit-exec-"):], d.get((b, "libguard-audit", 0, "vs_null-audit_pct")))
+           for b in AUDIT_EXEC if (b, "libguard-audit", 0, "unsupported") not in d]
+    got = [(p, v) for p, v in got if v is not None]
+    if got:
+        out.append((name, ", ".join(f"{p} {v:+.1f}%" for p, v in got),
+                    all(v <= 2 for _, v in got)))
+        for what, metric in (("CPU time", "cpu_vs_null-audit_pct"),
+                             ("against the null module needing libc, median exec time",
+                              "vs_null-audit-libc_pct"),
+                             ("against the null module needing libc, CPU time",
+                              "cpu_vs_null-audit-libc_pct"),
+                             ("no audit module against the null one", None)):
+            vals = []
+            for b in AUDIT_EXEC:
+                if metric:
+                    v = d.get((b, "libguard-audit", 0, metric))
+                else:
+                    v = d.get((b, "no-audit", 0, "vs_null-audit_pct"))
+                if v is not None:
+                    vals.append(f"{b[len('audit-exec-'):]} {v:+.1f}%")
+            if vals:
+                out.append((f"(context) audit-exec: libguard-audit, {what}" if metric else
+                            f"(context) audit-exec: {what}", ", ".join(vals), None))
+        v = {m: d.get(("audit-vmas", m, 0, "vmas_process")) for m in AUDIT_BASES + ["libguard-audit"]}
+        if all(x is not None for x in v.values()):
+            out.append(("(context) audit-vmas: VMAs of cat /proc/self/maps, "
+                        + " / ".join(v), " / ".join(f"{x:.0f}" for x in v.values()), None))
     return out
 
 
@@ -457,6 +505,9 @@ def report(results):
             head += [f"speedup vs {x}" for x in bases]
             if b in OVERHEAD_RAW:
                 head.append("overhead vs raw")
+            if b in AUDIT_EXEC:
+                head.append("CPU us (median ± IQR/2)")
+                head += [f"vs {x}: time / CPU" for x in AUDIT_BASES]
             head.append("VMAs")
             out += [f"### {b}", "", "| " + " | ".join(head) + " |",
                     "|" + "---|" * len(head)]
@@ -470,6 +521,11 @@ def report(results):
                     if b in OVERHEAD_RAW:
                         row.append(cell(d, b, m, n, "overhead_pct")
                                    if m in ("libguard-native", "libguard-look") else "")
+                    if b in AUDIT_EXEC:
+                        row.append(cell(d, b, m, n, "cpu_us_per_exec"))
+                        for x in AUDIT_BASES:
+                            w, c = (d.get((b, m, n, f"{p}vs_{x}_pct")) for p in ("", "cpu_"))
+                            row.append("" if w is None or c is None else f"{w:+.1f}% / {c:+.1f}%")
                     v = d.get((b, m, n, "vmas"), d.get((b, m, n, "vmas_process")))
                     if (b, m, n, "vmas") not in d and v is not None:
                         row.append(f"{fmt(v)} (process)")

@@ -244,7 +244,12 @@ static int native_blocked(unsigned int flags)
 	return 0;
 }
 
-static int do_object(int mfd, const struct object *o, unsigned int flags,
+/*
+ * *mfd is the VMA lookup descriptor, opened here on the first hole: an
+ * object whose program headers show none (every object on Debian amd64)
+ * costs no system call at all.
+ */
+static int do_object(int *mfd, const struct object *o, unsigned int flags,
 		     struct lg_elf_report *rep)
 {
 	struct lg_run holes[LG_ELF_MAX_LOADS];
@@ -264,7 +269,12 @@ static int do_object(int mfd, const struct object *o, unsigned int flags,
 		struct neighbour nb;
 		bool remap = false;
 
-		ret = inspect(mfd, hs, he, &nb, &remap);
+		if (*mfd < 0) {
+			*mfd = lg_vma_open();
+			if (*mfd < 0)
+				return *mfd;
+		}
+		ret = inspect(*mfd, hs, he, &nb, &remap);
 		if (ret < 0)
 			return ret;
 		if (!ret)
@@ -297,7 +307,7 @@ static int do_object(int mfd, const struct object *o, unsigned int flags,
 static int guard_objects(uintptr_t addr, unsigned int flags, struct lg_elf_report *rep)
 {
 	struct find f = { .addr = addr };
-	int mfd, total = 0, ret = 0;
+	int mfd = -1, total = 0, ret = 0;
 
 	if ((flags & ~ELF_FLAGS) || (flags & (GUARD_NATIVE | GUARD_FALLBACK)) ==
 					    (GUARD_NATIVE | GUARD_FALLBACK))
@@ -311,32 +321,27 @@ static int guard_objects(uintptr_t addr, unsigned int flags, struct lg_elf_repor
 	}
 	if (addr && !f.n)
 		return -ENOENT;
-	mfd = lg_vma_open();
-	if (mfd < 0) {
-		free(f.v);
-		return mfd;
-	}
 	for (size_t i = 0; i < f.n; i++) {
 		if (f.v[i].err) {
 			ret = f.v[i].err;
 			break;
 		}
-		ret = do_object(mfd, &f.v[i], flags, rep);
+		ret = do_object(&mfd, &f.v[i], flags, rep);
 		if (ret < 0)
 			break;
 		total += ret;
 		ret = 0;
 	}
-	close(mfd);
+	if (mfd >= 0)
+		close(mfd);
 	free(f.v);
 	return ret < 0 ? ret : total;
 }
 
-int lg_elf_guard_loads(uintptr_t bias, const struct lg_loads *loads, const char *name,
+int lg_elf_guard_loads(int *mfd, uintptr_t bias, const struct lg_loads *loads, const char *name,
 		       unsigned int flags, struct lg_elf_report *rep)
 {
 	struct object o;
-	int mfd, ret;
 
 	if ((flags & ~ELF_FLAGS) || (flags & (GUARD_NATIVE | GUARD_FALLBACK)) ==
 					    (GUARD_NATIVE | GUARD_FALLBACK) || !loads->n)
@@ -347,12 +352,7 @@ int lg_elf_guard_loads(uintptr_t bias, const struct lg_loads *loads, const char 
 	o.bias = bias;
 	o.loads = *loads;
 	snprintf(o.name, sizeof(o.name), "%s", name ? name : "");
-	mfd = lg_vma_open();
-	if (mfd < 0)
-		return mfd;
-	ret = do_object(mfd, &o, flags, rep);
-	close(mfd);
-	return ret;
+	return do_object(mfd, &o, flags, rep);
 }
 
 LG_EXPORT int guard_elf_segments(const void *addr, unsigned int flags)

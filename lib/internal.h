@@ -353,9 +353,11 @@ struct lg_elf_report {
  * guard_elf_segments() for one object given by its load bias, segments
  * and file name ("" for the program), with what it found in *rep (may be
  * NULL). For the audit module, which can't use dl_iterate_phdr(): that
- * only shows the caller's own link-map namespace.
+ * only shows the caller's own link-map namespace. *mfd is the VMA lookup
+ * descriptor: -1 opens one at the first hole, for the caller to close
+ * (and to pass on to the next object).
  */
-int lg_elf_guard_loads(uintptr_t bias, const struct lg_loads *loads, const char *name,
+int lg_elf_guard_loads(int *mfd, uintptr_t bias, const struct lg_loads *loads, const char *name,
 		       unsigned int flags, struct lg_elf_report *rep);
 /* Number of VMAs meeting [start, end), or -errno. */
 int lg_vma_count(uintptr_t start, uintptr_t end);
