@@ -113,13 +113,6 @@ static void native_only(void **state)
 	assert_int_equal(guard_unmap(p, pg), 0);
 }
 
-#define FAILS(err, call)                                                                   \
-	do {                                                                               \
-		errno = 0;                                                                 \
-		assert_ptr_equal((call), MAP_FAILED);                                      \
-		assert_int_equal(errno, (err));                                            \
-	} while (0)
-
 static void errors(void **state)
 {
 	int rw = PROT_READ | PROT_WRITE, before = all_vmas();

@@ -152,13 +152,6 @@ static void short_file(void **state)
 	close(fd);
 }
 
-#define FAILS(err, call)                                                                   \
-	do {                                                                               \
-		errno = 0;                                                                 \
-		assert_ptr_equal((call), MAP_FAILED);                                      \
-		assert_int_equal(errno, (err));                                            \
-	} while (0)
-
 static void errors(void **state)
 {
 	int fd = file_of(T_SHMEM, 4, NULL), rw = PROT_READ | PROT_WRITE, fds[2], ro;

@@ -125,4 +125,12 @@ long guard_threads(int slots, int rounds, unsigned int flags, unsigned char want
 #define skip_under_sanitizer(why) ((void)(why))
 #endif
 
+/* A pointer-returning call fails with MAP_FAILED and errno err (cmocka asserts). */
+#define FAILS(err, call)                                                                   \
+	do {                                                                               \
+		errno = 0;                                                                 \
+		assert_ptr_equal((call), MAP_FAILED);                                      \
+		assert_int_equal(errno, (err));                                            \
+	} while (0)
+
 #endif
