@@ -35,13 +35,14 @@ import tempfile
 
 RUNS = ["host", "vm-patched", "vm-stock"]
 MODES = ["native", "native-batched", "mprotect", "libguard-native", "libguard-fallback",
-         "glibc-default"]
+         "glibc-default", "newest-first", "oldest-first", "random", "munmap-random"]
 # The mode every other mode of a benchmark is compared with.
 BASELINE = {
     "scaling": ["mprotect"],
     "collateral-mmap": ["mprotect"], "collateral-fork": ["mprotect"],
     "collateral-fault": ["mprotect"], "collateral-maps": ["mprotect"],
     "stacks": ["mprotect", "glibc-default"],
+    "stacks-free": ["newest-first", "munmap-random"],
     "files": ["mprotect"],
     "arena-setup": ["libguard-fallback"], "arena-ops": ["libguard-fallback"],
     "fallback-install-1p": ["mprotect"], "fallback-remove-1p": ["mprotect"],
@@ -52,11 +53,11 @@ FALLBACK_BENCHES = ["fallback-install-1p", "fallback-remove-1p", "fallback-insta
 OVERHEAD_RAW = {"overhead-install-1p": "native", "overhead-install-16p": "native",
                 "overhead-batch": "native-batched", "overhead-remove": "native"}
 ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "collateral-maps",
-         "stacks", "files", "arena-setup", "arena-ops", "overhead-install-1p",
+         "stacks", "stacks-free", "files", "arena-setup", "arena-ops", "overhead-install-1p",
          "overhead-install-16p", "overhead-batch", "overhead-remove",
          "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
          "mlock"]
-TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map")
+TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map", "ns_per_free")
 # overhead-install-16p's floor measurements -> their share of the raw madvise()
 FLOOR_METRICS = {"ns_null_syscall": "null_syscall_pct", "ns_pagemap_scan": "pagemap_scan_pct"}
 
