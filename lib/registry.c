@@ -13,7 +13,11 @@
  * array needs one allocation per resize instead of one per entry (no node
  * reserve to keep an insert from failing half-way). Removal shifts later
  * entries of the probe run back (no tombstones), so the table holds only
- * live entries; it halves when at most 1/8 full and is freed when empty.
+ * live entries; it halves when at most 1/8 full and drops to its 16 slots
+ * (640 bytes) when empty. Those are kept: a program that makes and frees
+ * one stack at a time would otherwise allocate and free a table each time
+ * (and under ASan, whose quarantine keeps freed memory, every fork() after
+ * that copies more: test_lock went from 9 s to 66 s).
  *
  * fork(): the mutex is held across it (lock.c), so a child sees the table
  * as it was between two calls, never half-rehashed.
@@ -50,16 +54,13 @@ static size_t find(const struct lg_reg *tab, size_t cap, uintptr_t user)
 /* Move every entry into a table of cap slots: 0, or -ENOMEM (unchanged). */
 static int resize(size_t cap)
 {
-	struct lg_reg *tab = NULL;
+	struct lg_reg *tab = calloc(cap, sizeof(*tab));
 
-	if (cap) {
-		tab = calloc(cap, sizeof(*tab));
-		if (!tab)
-			return -ENOMEM;
-		for (size_t i = 0; i < nslots; i++)
-			if (slots[i].user)
-				tab[find(tab, cap, slots[i].user)] = slots[i];
-	}
+	if (!tab)
+		return -ENOMEM;
+	for (size_t i = 0; i < nslots; i++)
+		if (slots[i].user)
+			tab[find(tab, cap, slots[i].user)] = slots[i];
 	free(slots);
 	slots = tab;
 	nslots = cap;
@@ -122,10 +123,8 @@ int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struc
 			remove_at(i);
 			ret = 0;
 			/* memory follows use: a failed shrink keeps the larger table */
-			if (!nused)
-				resize(0);
-			else if (nslots > MIN_CAP && 8 * nused <= nslots)
-				resize(nslots / 2);
+			if (nslots > MIN_CAP && 8 * nused <= nslots)
+				resize(nused ? nslots / 2 : MIN_CAP);
 		}
 	}
 	lg_unlock();
