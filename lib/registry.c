@@ -6,7 +6,7 @@
  *
  * A hash table keyed by the user address, open addressing with linear
  * probing: O(1) expected for add, take and lookup whatever order the
- * caller frees in (the linear array it replaces cost 15x more per free
+ * caller frees in (the linear array it replaces cost 10-15x more per free
  * oldest-first than newest-first at 200k stacks). A hash table rather than
  * a balanced tree like records.c's: the only question ever asked is "the
  * entry for exactly this address", never an ordered one, and one flat
