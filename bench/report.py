@@ -41,13 +41,14 @@ import tempfile
 RUNS = ["host", "vm-patched", "vm-stock"]
 MODES = ["native", "native-batched", "mprotect", "libguard-native", "libguard-look",
          "libguard-fallback", "glibc-default", "no-audit", "null-audit", "null-audit-libc",
-         "libguard-audit"]
+         "libguard-audit", "newest-first", "oldest-first", "random", "munmap-random"]
 # The mode every other mode of a benchmark is compared with.
 BASELINE = {
     "scaling": ["mprotect"],
     "collateral-mmap": ["mprotect"], "collateral-fork": ["mprotect"],
     "collateral-fault": ["mprotect"], "collateral-maps": ["mprotect"],
     "stacks": ["mprotect", "glibc-default"],
+    "stacks-free": ["newest-first", "munmap-random"],
     "files": ["mprotect"],
     "arena-setup": ["libguard-fallback"], "arena-ops": ["libguard-fallback"],
     "fallback-install-1p": ["mprotect"], "fallback-remove-1p": ["mprotect"],
@@ -72,14 +73,15 @@ OVERHEAD_WHAT = {
     "overhead-map": "guard_map_anon() + guard_unmap() vs mmap() + 2 madvise() + munmap()",
 }
 ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "collateral-maps",
-         "stacks", "files", "arena-setup", "arena-ops"] + OVERHEAD + [
+         "stacks", "stacks-free", "files", "arena-setup", "arena-ops"] + OVERHEAD + [
          "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
          "mlock", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
          "audit-vmas"]
 # bench-audit-exec (issue 19): its programs, and the modes each mode is compared with
 AUDIT_EXEC = ["audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3"]
 AUDIT_BASES = ["no-audit", "null-audit", "null-audit-libc"]
-TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map", "us_per_exec")
+TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map", "us_per_exec",
+                "ns_per_free")
 # overhead-install-16p's floor measurements -> their share of the raw madvise()
 FLOOR_METRICS = {"ns_null_syscall": "null_syscall_pct", "ns_pagemap_scan": "pagemap_scan_pct",
                  "ns_hole_check": "hole_check_pct"}

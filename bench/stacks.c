@@ -9,6 +9,16 @@
  * does). ns_per_thread covers allocating the stack, pthread_create,
  * pthread_join and freeing; vmas counts the VMAs the 1000 live threads
  * add to the process.
+ *
+ * stacks-free: the registry behind guard_stack_free() (and guard_unmap())
+ * at 200,000 live stacks (20,000 with --quick), freed newest-first,
+ * oldest-first and in a random order; ns_per_free is the free alone
+ * (ns_per_alloc, in the CSV only, the guard_stack() calls before it).
+ * The ratios between the orders show whether a free's cost depends on
+ * where the stack is in the registry (issue 19); munmap-random is the
+ * floor of the random order: the same stacks made by hand (mmap and
+ * MADV_GUARD_INSTALL) and munmap()ed in the same order, no registry (a
+ * random munmap splits the VMA the neighbours merged into).
  */
 #include "bench.h"
 
@@ -64,6 +74,106 @@ static void free_stack(int mode, void *stack)
 		guard_stack_free(stack, STACK);
 }
 
+enum { FREE_NEWEST, FREE_OLDEST, FREE_RANDOM, MUNMAP_RANDOM, NORDERS };
+static const char *const order_names[NORDERS] = { "newest-first", "oldest-first", "random",
+						  "munmap-random" };
+
+/* MUNMAP_RANDOM: the same stack by hand (mmap, MADV_GUARD_INSTALL), no registry. */
+static void *raw_stack(size_t page)
+{
+	char *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (madvise(p, page, MADV_GUARD_INSTALL)) {
+		munmap(p, 2 * page);
+		return NULL;
+	}
+	return p + page;
+}
+
+/* n one-page stacks, freed in the given order: 0 and the times, or errno. */
+static int free_order_once(int order, void **stk, size_t n, uint64_t *ns_alloc,
+			   uint64_t *ns_free)
+{
+	size_t page = bench_page(), made = 0;
+	uint64_t t0 = bench_now_ns(), t1;
+	uint64_t x = 0x2545f4914f6cdd1dull;	/* xorshift64, fixed: the same order every run */
+	int ret = 0;
+
+	for (; made < n; made++) {
+		stk[made] = order == MUNMAP_RANDOM ? raw_stack(page)
+						   : guard_stack(page, page, GUARD_NATIVE);
+		if (!stk[made]) {
+			ret = errno;
+			break;
+		}
+	}
+	t1 = bench_now_ns();
+	*ns_alloc = t1 - t0;
+	/* stk[] is oldest-first; shuffled (Fisher-Yates) for the random orders */
+	for (size_t i = made; order >= FREE_RANDOM && i > 1; i--) {
+		size_t j;
+		void *t;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		j = x % i;
+		t = stk[i - 1];
+		stk[i - 1] = stk[j];
+		stk[j] = t;
+	}
+	t0 = bench_now_ns();
+	for (size_t i = 0; i < made; i++) {
+		void *s = stk[order == FREE_NEWEST ? made - 1 - i : i];
+
+		if (order == MUNMAP_RANDOM)
+			munmap((char *)s - page, 2 * page);
+		else if (guard_stack_free(s, page) && !ret)
+			ret = EINVAL;
+	}
+	*ns_free = bench_now_ns() - t0;
+	return ret;
+}
+
+static void free_orders(const struct bench_opts *o)
+{
+	size_t n = o->quick ? 20000 : 200000;
+	void **stk = calloc(n, sizeof(*stk));
+
+	if (o->only && strcmp(o->only, "stacks-free"))
+		return;
+	if (!stk)
+		exit(1);
+	if (!(guard_probe() & GUARD_CAP_ANON)) {
+		/* the fallback takes two VMAs a stack: 400k is over vm.max_map_count */
+		for (int m = 0; m < NORDERS; m++)
+			bench_unsupported("stacks-free", order_names[m], (long)n, EOPNOTSUPP);
+		free(stk);
+		return;
+	}
+	for (int rep = 1; rep <= o->reps; rep++) {
+		for (int s = 0; s < NORDERS; s++) {
+			int m = bench_order(rep, s, NORDERS), ret;
+			uint64_t ns_alloc, ns_free;
+
+			ret = free_order_once(m, stk, n, &ns_alloc, &ns_free);
+			if (ret) {
+				bench_emit("stacks-free", order_names[m], (long)n, "failed_errno", 0, ret,
+					   "errno");
+				continue;
+			}
+			bench_emit("stacks-free", order_names[m], (long)n, "ns_per_free", rep,
+				   (double)ns_free / n, "ns");
+			bench_emit("stacks-free", order_names[m], (long)n, "ns_per_alloc", rep,
+				   (double)ns_alloc / n, "ns");
+		}
+	}
+	free(stk);
+}
+
 /* 0 and *ns, *vmas; or an error number. */
 static int run_once(int mode, int threads, pthread_t *tid, void **stacks, uint64_t *ns,
 		    long *vmas)
@@ -115,6 +225,9 @@ int main(int argc, char **argv)
 	bench_parse(argc, argv, &o);
 	if (!tid || !stacks)
 		return 1;
+	free_orders(&o);
+	if (o.only && strcmp(o.only, "stacks"))
+		return 0;
 	if (!(guard_probe() & GUARD_CAP_ANON))
 		unsupported[LG_NATIVE] = EOPNOTSUPP;
 	for (int m = 0; m < NMODES; m++)

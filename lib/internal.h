@@ -324,6 +324,8 @@ int lg_reg_add(const struct lg_reg *r);
 int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out);
 /* Unmap a registered mapping and forget everything about it. */
 void lg_reg_unmap(const struct lg_reg *r);
+/* Slots the registry holds now (0 before its first entry): for tests of its memory. */
+size_t lg_reg_capacity(void);
 
 /* elf.c: program headers, checked. */
 #define LG_ELF_MAX_LOADS 32

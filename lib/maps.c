@@ -4,6 +4,10 @@
  * lists them, with native guard regions split out as regions of their
  * own (from PAGEMAP_SCAN or pagemap bit 58), for tools/guard-maps and for
  * programs that read their maps to learn what they may touch.
+ *
+ * A process without an address space (a kernel thread, a zombie) has an
+ * empty maps file and a pagemap the kernel refuses to open (ESRCH): it is
+ * listed, with no regions, not reported as a process that does not exist.
  */
 #include "internal.h"
 
@@ -17,6 +21,7 @@
 struct guard_maps {
 	FILE *maps;
 	int pagemap;		/* -1: no guards can exist, none are looked for */
+	bool no_mm;		/* pagemap said ESRCH though maps opened: no address space */
 	char *line;
 	size_t cap;
 	struct guard_region vma;	/* the current VMA, whole */
@@ -61,7 +66,13 @@ LG_EXPORT int guard_maps_open(pid_t pid, unsigned int flags, struct guard_maps *
 	if (lg_caps() & GUARD_CAP_NATIVE_MASK) {
 		memcpy(path + strlen(path) - 4, "pagemap", 8);
 		m->pagemap = open(path, O_RDONLY | O_CLOEXEC);
-		if (m->pagemap < 0) {
+		/*
+		 * maps opened, so the process was there: ESRCH now means it
+		 * has no mm (or just lost it, exiting), and its maps are empty.
+		 */
+		if (m->pagemap < 0 && errno == ESRCH) {
+			m->no_mm = true;
+		} else if (m->pagemap < 0) {
 			ret = open_err(errno);
 			fclose(m->maps);
 			free(m);
@@ -83,6 +94,9 @@ static int read_vma(struct guard_maps *m)
 		return ferror(m->maps) ? -EIO : 0;
 	if (lg_maps_parse(m->line, &l))
 		return -EIO;
+	/* A VMA after all, whose guards we can't see: the process is exiting. */
+	if (m->no_mm)
+		return -ESRCH;
 	m->line[l.name - m->line + l.name_len] = '\0';
 	r->start = r->vma_start = l.start;
 	r->end = r->vma_end = l.end;

@@ -4,9 +4,12 @@
  * a region (a "[guard]" line) of its own, splitting its VMA; on a kernel
  * that can't report guards both refuse rather than list a wrong map; on
  * one without native guards the fallback guard is the PROT_NONE VMA;
- * another user's process is a clear permission error.
+ * another user's process is a clear permission error; a process without
+ * an address space (a kernel thread, a zombie) is an empty listing, not
+ * "no process"; and --json is valid JSON whatever bytes a name holds.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -126,6 +129,62 @@ static void errors(void **state)
 	assert_int_equal(errno, 8);
 }
 
+/* Is pid a kernel thread (PF_KTHREAD in /proc/PID/stat)? */
+static bool is_kthread(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 &&
+	       (flags & 0x00200000);
+}
+
+/*
+ * A kernel thread (pid 2, kthreadd) and a zombie have no mm: /proc/PID/maps
+ * is empty and /proc/PID/pagemap gives ESRCH. Both list as no regions.
+ */
+static void no_address_space(void **state)
+{
+	struct guard_maps *m;
+	struct guard_region r;
+	siginfo_t si;
+	pid_t zombie;
+
+	(void)state;
+	if (!query_reports()) {
+		printf("# needs a kernel that reports guards (else guard_maps_open refuses all)\n");
+		skip();
+	}
+	if (is_kthread(2)) {
+		assert_int_equal(guard_maps_open(2, 0, &m), 0);
+		assert_int_equal(guard_maps_next(m, &r), 0);
+		guard_maps_close(m);
+	} else {
+		printf("# pid 2 is not a kernel thread here (a PID namespace?): zombie only\n");
+	}
+	zombie = fork();
+	assert_true(zombie >= 0);
+	if (zombie == 0)
+		_exit(0);
+	/* a zombie until reaped: wait without reaping */
+	assert_int_equal(waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(guard_maps_open(zombie, 0, &m), 0);
+	assert_int_equal(guard_maps_next(m, &r), 0);
+	guard_maps_close(m);
+	assert_int_equal(waitpid(zombie, NULL, 0), zombie);
+	assert_int_equal(guard_maps_open(zombie, 0, &m), -ESRCH);
+}
+
 /* As nobody, the maps of a root process: -EACCES (or -EPERM). */
 static void permission_denied(void **state)
 {
@@ -241,6 +300,159 @@ static void tool_on_process(void **state)
 	assert_int_not_equal(status, 0);
 }
 
+/*
+ * Checks guard-maps --json output with Python's json module (strict UTF-8
+ * first): prints "ok", then for the first region whose name holds argv[1]
+ * its name_hex (or "-") and its name, UTF-8. What a JSON reader would do.
+ */
+static const char json_check_py[] =
+	"import json, sys\n"
+	"d = json.loads(open(sys.argv[1], 'rb').read().decode('utf-8'))\n"
+	"print('ok', d['summary']['address_space'], d['summary'].get('no_address_space'))\n"
+	"r = [x for x in d['regions'] if sys.argv[2] in x['name']]\n"
+	"if r:\n"
+	"    print(r[0].get('name_hex', '-'))\n"
+	"    sys.stdout.flush()\n"
+	"    sys.stdout.buffer.write(r[0]['name'].encode('utf-8'))\n";
+
+/* python3 with its json module, or a reason to skip. */
+static const char *no_python(void)
+{
+	if (system("python3 -c 'import json' >/dev/null 2>&1"))
+		return "no python3 with its json module here";
+	return NULL;
+}
+
+/* guard-maps ARGS > dir/out.json; then the checker on it: its output, or abort. */
+static const char *json_of(const char *dir, const char *args, const char *needle)
+{
+	static char cmd[2048], out[8192];
+	const char *tool = getenv("LIBGUARD_GUARD_MAPS");
+	size_t n;
+	FILE *f;
+
+	assert_non_null(tool);
+	snprintf(cmd, sizeof(cmd), "%s/check.py", dir);
+	f = fopen(cmd, "we");
+	assert_non_null(f);
+	fputs(json_check_py, f);
+	assert_int_equal(fclose(f), 0);
+	snprintf(cmd, sizeof(cmd), "%s %s > %s/out.json", tool, args, dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "python3 %s/check.py %s/out.json '%s' 2>&1", dir, dir, needle);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	if (pclose(f) != 0) {
+		printf("# python3 refused the JSON: %s\n", out);
+		fail();
+	}
+	return out;
+}
+
+static void rm_rf(const char *dir)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* guard-maps on kthreadd: no address space, said as such, exit 0. */
+static void tool_kernel_thread(void **state)
+{
+	char dir[] = "/tmp/libguard-json-XXXXXX";
+	const char *out, *why;
+	int status;
+
+	(void)state;
+	if (!query_reports()) {
+		printf("# needs a kernel that reports guards (else guard-maps refuses all)\n");
+		skip();
+	}
+	if (!is_kthread(2)) {
+		printf("# pid 2 is not a kernel thread here (a PID namespace?)\n");
+		skip();
+	}
+	out = run_tool("2", &status);
+	printf("# guard-maps 2: %s", out);
+	assert_int_equal(status, 0);
+	assert_string_equal(out, "process 2 has no address space (kernel thread)\n");
+	out = run_tool("--summary 2", &status);
+	assert_int_equal(status, 0);
+	assert_string_equal(out, "VMAs: 0\nguard ranges: 0\nguard pages: 0\n"
+				 "address space: none (kernel thread)\n");
+	out = run_tool("--json --summary 2", &status);
+	assert_int_equal(status, 0);
+	assert_non_null(strstr(out, "\"address_space\": false, \"no_address_space\": \"kernel thread\"}"));
+	why = no_python();
+	if (why) {
+		printf("# %s: the JSON is not parsed\n", why);
+		return;
+	}
+	assert_non_null(mkdtemp(dir));
+	out = json_of(dir, "--json 2", "\x01never");
+	rm_rf(dir);
+	assert_string_equal(out, "ok False kernel thread\n");
+}
+
+/*
+ * A file whose name is not valid UTF-8 and holds a newline, a quote, a
+ * backslash and a control character, mapped here: guard-maps --json of
+ * this process is JSON Python accepts (strict UTF-8), and the name comes
+ * back as the kernel shows it (a newline as \012) with U+FFFD for each
+ * invalid byte, and exactly as bytes in name_hex.
+ */
+static void tool_json_names(void **state)
+{
+	/* \xff and \xc3 (a lead byte before '(') are not UTF-8; \xc3\xa9 is */
+	static const char base[] = "lgjson-\xff\xc3(-nl\n-q\"-bs\\-ctl\x01-\xc3\xa9";
+	static const char shown[] = "lgjson-\xff\xc3(-nl\\012-q\"-bs\\-ctl\x01-\xc3\xa9";
+	static const char decoded[] = "lgjson-\xef\xbf\xbd\xef\xbf\xbd(-nl\\012-q\"-bs\\-ctl\x01-\xc3\xa9";
+	char dir[] = "/tmp/libguard-json-XXXXXX", path[256], want[1024], hex[2048], args[64];
+	const char *out, *why = no_python(), *nl;
+	size_t h = 0;
+	char *map;
+	int fd;
+
+	(void)state;
+	if (!query_reports()) {
+		printf("# needs a kernel that reports guards (else guard-maps refuses all)\n");
+		skip();
+	}
+	if (why) {
+		printf("# %s\n", why);
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/%s", dir, base);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)pg), 0);
+	map = mmap(NULL, pg, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	close(fd);
+	snprintf(args, sizeof(args), "--json %d", (int)getpid());
+	out = json_of(dir, args, "lgjson-");
+	printf("# %.*s\n", (int)strcspn(out, "\n"), out);
+	assert_int_equal(strncmp(out, "ok True None\n", 13), 0);
+	out += 13;
+	/* name_hex: the bytes of the name as the kernel shows it */
+	snprintf(want, sizeof(want), "%s/%s", dir, shown);
+	for (size_t i = 0; want[i]; i++)
+		h += (size_t)snprintf(hex + h, sizeof(hex) - h, "%02x", (unsigned char)want[i]);
+	nl = strchr(out, '\n');
+	assert_non_null(nl);
+	assert_int_equal((size_t)(nl - out), h);
+	assert_memory_equal(out, hex, h);
+	/* name: the same, each invalid byte U+FFFD */
+	snprintf(want, sizeof(want), "%s/%s", dir, decoded);
+	assert_string_equal(nl + 1, want);
+	munmap(map, pg);
+	rm_rf(dir);
+}
+
 /* The tool, as nobody, on a root process: a clear message. */
 /*
  * Copy the tool and the library it loads to a directory nobody can read:
@@ -303,9 +515,12 @@ int main(void)
 		cmocka_unit_test(splits_vmas),
 		cmocka_unit_test(matches_proc_maps),
 		cmocka_unit_test(errors),
+		cmocka_unit_test(no_address_space),
 		cmocka_unit_test(permission_denied),
 		cmocka_unit_test(tool_on_process),
 		cmocka_unit_test(tool_permission),
+		cmocka_unit_test(tool_kernel_thread),
+		cmocka_unit_test(tool_json_names),
 	};
 
 	guardtest_init();

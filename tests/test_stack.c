@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -114,6 +115,55 @@ static void stack_errors(void **state)
 	s[0] = 1;
 	assert_int_equal(guard_stack_free(s, 4 * pg), 0);
 	assert_int_equal(guard_stack_free(s, 4 * pg), -EINVAL);
+}
+
+/*
+ * 10,000 live stacks freed in a random order (the registry behind
+ * guard_stack_free() is a hash table: no order may be special): every
+ * free succeeds exactly once, a second free of the same stack and a
+ * free with the wrong size give -EINVAL, and a stack's memory is gone
+ * after its free. The seed is printed, for a rerun with LIBGUARD_TEST_SEED.
+ */
+#define NSTACKS 10000
+static void free_any_order(void **state)
+{
+	char **s = calloc(NSTACKS, sizeof(*s));
+	const char *env = getenv("LIBGUARD_TEST_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 0)
+			    : ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+	uint64_t x = seed | 1;
+
+	(void)state;
+	assert_non_null(s);
+	printf("# seed %" PRIu64 "\n", seed);
+	for (int i = 0; i < NSTACKS; i++) {
+		s[i] = guard_stack(pg, pg, i % 3 ? 0 : GUARD_STACK_ABOVE);
+		assert_non_null(s[i]);
+	}
+	for (int i = NSTACKS; i > 1; i--) {
+		int j;
+		char *t;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		j = (int)(x % (uint64_t)i);
+		t = s[i - 1];
+		s[i - 1] = s[j];
+		s[j] = t;
+	}
+	for (int i = 0; i < NSTACKS; i++) {
+		assert_int_equal(guard_stack_free(s[i], 2 * pg), -EINVAL);
+		assert_int_equal(guard_unmap(s[i], pg), -EINVAL);	/* not a file mapping */
+		assert_int_equal(guard_stack_free(s[i], pg), 0);
+		assert_int_equal(guard_stack_free(s[i], pg), -EINVAL);
+		if (i % 1000 == 0)
+			assert_int_equal(page_prot(s[i]), -1);
+	}
+	/* and none came back while the others were freed */
+	for (int i = 0; i < NSTACKS; i++)
+		assert_int_equal(guard_stack_free(s[i], pg), -EINVAL);
+	free(s);
 }
 
 static void *where_am_i(void *arg)
@@ -300,6 +350,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stack_layout),
 		cmocka_unit_test(stack_errors),
+		cmocka_unit_test(free_any_order),
 		cmocka_unit_test(attr_helpers),
 		cmocka_unit_test(overflow_hits_guard),
 		cmocka_unit_test(thousand_threads),

@@ -2,9 +2,11 @@
 /*
  * guard-maps [--summary] [--json] [PID]: /proc/PID/maps with native guard
  * regions shown as lines of their own ("---p ... [guard]"), through
- * guard_maps_open(3).
+ * guard_maps_open(3). A process without an address space (a kernel
+ * thread, a zombie) lists nothing and says why.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <guard.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -14,6 +16,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "json.h"
+
+#define PF_KTHREAD 0x00200000	/* linux/sched.h: the task is a kernel thread */
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: guard-maps [--summary] [--json] [PID]\n"
@@ -21,18 +27,36 @@ static void usage(FILE *f)
 		   "  lines of their own, marked [guard]\n");
 }
 
-static void json_str(const char *s)
+/*
+ * Why a process whose listing is empty has no address space, from the
+ * state and flags of /proc/PID/stat; NULL if the process is gone.
+ */
+static const char *why_no_mm(long pid)
 {
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
+	char path[64], buf[1024], *p;
+	unsigned long flags;
+	char state;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	/* "pid (comm) state ppid pgrp session tty_nr tpgid flags": comm may hold ") " */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+		return "unknown";
+	if (flags & PF_KTHREAD)
+		return "kernel thread";
+	if (state == 'Z' || state == 'X')
+		return "zombie";
+	return "unknown";
 }
 
 static void perms(const struct guard_region *r, char out[5])
@@ -77,8 +101,12 @@ int main(int argc, char **argv)
 	bool summary = false, json = false, first = true;
 	unsigned long vmas = 0, ranges = 0, pages = 0;
 	long page = sysconf(_SC_PAGESIZE), pid = 0;
+	const char *why = NULL;	/* why the process has no address space */
 	struct guard_region r;
 	struct guard_maps *m;
+	char *buf = NULL;
+	size_t buflen = 0;
+	FILE *out = stdout;
 	int ret;
 
 	for (int i = 1; i < argc; i++) {
@@ -102,10 +130,20 @@ int main(int argc, char **argv)
 	ret = guard_maps_open((pid_t)pid, 0, &m);
 	if (ret)
 		return fail(pid, -ret);
+	/* JSON is written whole or not at all: no half object before an error */
+	if (json) {
+		out = open_memstream(&buf, &buflen);
+		if (!out) {
+			guard_maps_close(m);
+			return fail(pid, errno);
+		}
+	}
 	if (json && !summary)
-		printf("{\"pid\": %ld, \"regions\": [", pid ? pid : (long)getpid());
+		fprintf(out, "{\"pid\": %ld, \"regions\": [", pid ? pid : (long)getpid());
 	while ((ret = guard_maps_next(m, &r)) > 0) {
 		bool guard = r.flags & GUARD_REGION_GUARD;
+		const char *name = guard ? "[guard]" : r.name;
+		size_t name_len = strlen(name);
 		char p[5];
 
 		vmas += r.start == r.vma_start;
@@ -115,36 +153,60 @@ int main(int argc, char **argv)
 			continue;
 		perms(&r, p);
 		if (json) {
-			printf("%s\n  {\"start\": \"%#" PRIxPTR "\", \"end\": \"%#" PRIxPTR "\", "
-			       "\"perms\": \"%s\", \"offset\": %llu, \"dev\": \"%02x:%02x\", "
-			       "\"inode\": %llu, \"guard\": %s, \"name\": ",
-			       first ? "" : ",", r.start, r.end, p, r.offset, r.dev_major,
-			       r.dev_minor, r.inode, guard ? "true" : "false");
-			json_str(guard ? "[guard]" : r.name);
-			putchar('}');
+			fprintf(out, "%s\n  {\"start\": \"%#" PRIxPTR "\", \"end\": \"%#" PRIxPTR "\", "
+				"\"perms\": \"%s\", \"offset\": %llu, \"dev\": \"%02x:%02x\", "
+				"\"inode\": %llu, \"guard\": %s, \"name\": ",
+				first ? "" : ",", r.start, r.end, p, r.offset, r.dev_major,
+				r.dev_minor, r.inode, guard ? "true" : "false");
+			json_write_str(out, name, name_len);
+			/* the exact bytes of a name that is not text (U+FFFD above) */
+			if (!json_utf8_valid(name, name_len)) {
+				fputs(", \"name_hex\": ", out);
+				json_write_hex(out, name, name_len);
+			}
+			putc('}', out);
 			first = false;
-			continue;
-		}
-		{
-			int n = printf("%08" PRIxPTR "-%08" PRIxPTR " %s %08llx %02x:%02x %llu ",
-				       r.start, r.end, p, r.offset, r.dev_major, r.dev_minor,
-				       r.inode);
-			const char *name = guard ? "[guard]" : r.name;
+		} else {
+			int n = fprintf(out, "%08" PRIxPTR "-%08" PRIxPTR " %s %08llx %02x:%02x %llu ",
+					r.start, r.end, p, r.offset, r.dev_major, r.dev_minor,
+					r.inode);
 
 			if (*name)
-				printf("%*s%s", n < 73 ? 73 - n : 0, "", name);
-			putchar('\n');
+				fprintf(out, "%*s%s", n < 73 ? 73 - n : 0, "", name);
+			putc('\n', out);
 		}
 	}
 	guard_maps_close(m);
-	if (ret < 0)
+	/* Every process with an mm has a VMA (its stack, at least). */
+	if (ret >= 0 && !vmas) {
+		why = why_no_mm(pid ? pid : (long)getpid());
+		if (!why)
+			ret = -ESRCH;	/* gone since guard_maps_open() */
+	}
+	if (ret < 0) {
+		if (json)
+			fclose(out);
+		free(buf);
 		return fail(pid, -ret);
+	}
 	if (json && !summary)
-		printf("\n], \"summary\": ");
-	if (json)
-		printf("{\"vmas\": %lu, \"guard_ranges\": %lu, \"guard_pages\": %lu}%s\n", vmas,
-		       ranges, pages, summary ? "" : "}");
-	else if (summary)
+		fputs("\n], \"summary\": ", out);
+	if (json) {
+		fprintf(out, "{\"vmas\": %lu, \"guard_ranges\": %lu, \"guard_pages\": %lu, "
+			"\"address_space\": %s", vmas, ranges, pages, why ? "false" : "true");
+		if (why)
+			fprintf(out, ", \"no_address_space\": \"%s\"", why);
+		fprintf(out, "}%s\n", summary ? "" : "}");
+		if (fclose(out))
+			return fail(pid, errno);
+		fwrite(buf, 1, buflen, stdout);
+		free(buf);
+	} else if (summary) {
 		printf("VMAs: %lu\nguard ranges: %lu\nguard pages: %lu\n", vmas, ranges, pages);
+		if (why)
+			printf("address space: none (%s)\n", why);
+	} else if (why) {
+		printf("process %ld has no address space (%s)\n", pid, why);
+	}
 	return 0;
 }
