@@ -43,7 +43,7 @@ static struct lg_reg entry(size_t k, unsigned int gen)
 	uintptr_t user = 0x7f0000000000ul + k * PAGE;
 
 	return (struct lg_reg){ user, user + (1 + (k + gen) % 3) * PAGE, user - PAGE,
-				user + 4 * PAGE, k % 2 ? LG_REG_STACK : LG_REG_FILE };
+				user + 4 * PAGE, k % 2 ? LG_REG_STACK : LG_REG_MAP };
 }
 
 static void take_ok(size_t k, unsigned int gen)
@@ -89,7 +89,7 @@ static void model(void **state)
 					/* wrong end, wrong kind: refused, entry kept */
 					take_absent(e.user, e.user_end + PAGE, e.kind);
 					take_absent(e.user, e.user_end,
-						    e.kind == LG_REG_FILE ? LG_REG_STACK : LG_REG_FILE);
+						    e.kind == LG_REG_MAP ? LG_REG_STACK : LG_REG_MAP);
 					take_ok(k, gen[k]);
 					take_absent(e.user, e.user_end, e.kind);
 					live[k] = 0;
