@@ -324,6 +324,8 @@ int lg_reg_add(const struct lg_reg *r);
 int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out);
 /* Unmap a registered mapping and forget everything about it. */
 void lg_reg_unmap(const struct lg_reg *r);
+/* ret == 0: register r (which can still fail); else, or then, unmap it: ret. */
+int lg_reg_finish(const struct lg_reg *r, int ret);
 /* Slots the registry holds now (0 before its first entry): for tests of its memory. */
 size_t lg_reg_capacity(void);
 

@@ -68,10 +68,8 @@ LG_EXPORT void *guard_map_anon(size_t len, int prot, int flags, size_t guard_bef
 		ret = lg_install_one(reg.user_end, reg.end, gflags | GUARD_FRESH, &how);
 	if (!ret && guard_before)
 		ret = lg_install_one(reg.start, reg.user, gflags | GUARD_FRESH, &m);
-	if (!ret)
-		ret = lg_reg_add(&reg);
+	ret = lg_reg_finish(&reg, ret);
 	if (ret) {
-		lg_reg_unmap(&reg);
 		errno = -ret;
 		return MAP_FAILED;
 	}

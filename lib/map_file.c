@@ -90,12 +90,9 @@ LG_EXPORT void *guard_map_file(int fd, off_t offset, size_t len, int prot, int f
 		ret = guard_install(data + rlen, guard_after, GUARD_FRESH);
 	if (!ret && guard_before)
 		ret = guard_install(base, guard_before, GUARD_FRESH);
-	if (!ret)
-		ret = lg_reg_add(&reg);
-	if (ret) {
-		lg_reg_unmap(&reg);
+	ret = lg_reg_finish(&reg, ret);
+	if (ret)
 		return fail(-ret);
-	}
 	errno = saved;
 	return data;
 }

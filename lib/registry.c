@@ -137,6 +137,16 @@ void lg_reg_unmap(const struct lg_reg *r)
 	lg_fallback_forget(r->start, r->end);
 }
 
+/* The end of every mapping call: register what ret says worked, or undo it all. */
+int lg_reg_finish(const struct lg_reg *r, int ret)
+{
+	if (!ret)
+		ret = lg_reg_add(r);
+	if (ret)
+		lg_reg_unmap(r);
+	return ret;
+}
+
 size_t lg_reg_capacity(void)
 {
 	size_t n;

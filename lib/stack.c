@@ -38,10 +38,8 @@ LG_EXPORT void *guard_stack(size_t size, size_t guard_size, unsigned int flags)
 	ret = guard_install(base, guard_size, gflags | GUARD_FRESH);
 	if (!ret && above)
 		ret = guard_install(base + guard_size + size, above, gflags | GUARD_FRESH);
-	if (!ret)
-		ret = lg_reg_add(&reg);
+	ret = lg_reg_finish(&reg, ret);
 	if (ret) {
-		lg_reg_unmap(&reg);
 		errno = -ret;
 		return NULL;
 	}

@@ -17,14 +17,7 @@
 #include <string.h>
 
 #include "internal.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) \
-			abort(); \
-	} while (0)
+#include "fuzz.h"
 
 static void check_loads(const struct lg_loads *l, size_t page)
 {

@@ -16,14 +16,7 @@
 #include <string.h>
 
 #include "json.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) \
-			abort(); \
-	} while (0)
+#include "fuzz.h"
 
 /*
  * One UTF-8 sequence at s: its code point and length, or length 0 if it

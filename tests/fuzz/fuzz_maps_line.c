@@ -14,14 +14,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) \
-			abort(); \
-	} while (0)
+#include "fuzz.h"
 
 static void one_line(const char *line, size_t len)
 {

@@ -24,14 +24,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) \
-			abort(); \
-	} while (0)
+#include "fuzz.h"
 
 struct stream {
 	const uint8_t *p, *end;
