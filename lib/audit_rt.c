@@ -367,10 +367,16 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
 
 /* --- stderr --- */
 
+/* Add to the line, written out whenever the buffer is full (a long file name). */
 static void put(char *buf, size_t cap, size_t *n, const char *s, size_t len)
 {
-	while (len-- && *n < cap)
+	while (len--) {
+		if (*n == cap) {
+			SYS(__NR_write, 2, buf, *n, 0, 0, 0);
+			*n = 0;
+		}
 		buf[(*n)++] = *s++;
+	}
 }
 
 void lg_rt_say(const char *fmt, ...)

@@ -22,7 +22,7 @@ struct lg_rt_start {
 int lg_rt_start(struct lg_rt_start *out);
 /* Copy up to len bytes at src: what could be read (0 if nothing), or -errno; never faults. */
 long lg_rt_peek(void *dst, uintptr_t src, size_t len);
-/* printf() to stderr for %s and %d only, in one write(). */
+/* printf() to stderr for %s and %d only, in one write() unless longer than 1 KiB. */
 void lg_rt_say(const char *fmt, ...);
 /* strerror() for positive err. */
 const char *lg_rt_strerror(int err);
