@@ -12,18 +12,17 @@
  * VMA count is then one lower than it will be once RELRO splits its data
  * segment.
  *
- * Cost: the module needs no libc (see audit_rt.c), only ld.so, so that
- * its namespace holds nothing but itself: what the null module costs. An
- * object is looked at in la_objopen() through its program headers: the
- * program's from the auxiliary vector, another object's from its ELF
- * header at its load bias, read with process_vm_readv() (which can't
- * fault), checked against the object's dynamic section. One whose PT_LOAD
- * segments leave no page-aligned hole between them (every object of
- * Debian's amd64 programs) is never noted, and costs two system calls
- * (none for the program). Only objects with a hole open /proc/self/maps,
- * once per la_preinit() or dlopen(), and query it with PROCMAP_QUERY where
- * the kernel has it. The module's own descriptors are all closed again:
- * it must leave the program's descriptor table as it found it.
+ * Cost: the module needs no library at all, not even libc (see
+ * audit_rt.c), so that its namespace holds nothing but itself: what the
+ * null module costs, plus one prctl() for the auxiliary vector. An object
+ * is looked at in la_objopen() through the program headers ld.so keeps
+ * for it (see object_loads()): no system call. One whose PT_LOAD segments
+ * leave no page-aligned hole between them (every object of Debian's amd64
+ * programs) is never noted. Only objects with a hole open
+ * /proc/self/maps, once per la_preinit() or dlopen(), and query it with
+ * PROCMAP_QUERY where the kernel has it. The module's own descriptors are
+ * all closed again: it must leave the program's descriptor table as it
+ * found it.
  *
  * LIBGUARD_AUDIT_VERBOSE=1 prints one line per object with holes to
  * stderr: its name, holes found and guarded, and its VMA count before and
@@ -61,14 +60,43 @@ static struct lg_rt_start rt;
  * Never in a secure-execution (setuid, setgid, capabilities) program.
  * glibc already ignores LD_AUDIT paths there, but loads a module named
  * without a slash from the system directories if it has the set-user-ID
- * bit; 0 makes ld.so drop the module even then. 0 as well if the initial
- * stack is not what it should be: then the module is not used at all.
+ * bit; 0 makes ld.so drop the module even then. 0 as well if the
+ * auxiliary vector can't be read: then the module is not used at all.
  */
 AUDIT_EXPORT unsigned int la_version(unsigned int version)
 {
 	if (lg_rt_start(&rt) || rt.secure)
 		return 0;
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
+}
+
+/*
+ * Where glibc's link_map keeps the object's program headers (l_phdr, and
+ * l_phnum two words later): not public, so found at the first
+ * la_objopen(), which is the program's, as the one field holding AT_PHDR
+ * with AT_PHNUM two words on, within the part of the structure every
+ * glibc since 2.17 has. 0: not found (an unknown glibc), and every object
+ * is read from its ELF header instead.
+ */
+#define AUDIT_MAP_SCAN 768	/* bytes: l_phdr is at 680 (x86_64) in glibc 2.36 */
+static size_t phdr_off;
+
+static void find_phdr_field(const struct link_map *map)
+{
+	const unsigned char *m = (const unsigned char *)map;
+
+	for (size_t off = sizeof(*map); off + 2 * sizeof(void *) + sizeof(ElfW(Half)) <=
+					AUDIT_MAP_SCAN; off += sizeof(void *)) {
+		const void *phdr;
+		ElfW(Half) phnum;
+
+		memcpy(&phdr, m + off, sizeof(phdr));
+		memcpy(&phnum, m + off + 2 * sizeof(void *), sizeof(phnum));
+		if (phdr == rt.phdr && phnum == rt.phnum) {
+			phdr_off = off;
+			return;
+		}
+	}
 }
 
 /*
@@ -88,22 +116,37 @@ static bool headers_match(const ElfW(Phdr) *ph, size_t phnum, const struct link_
 }
 
 /*
- * The object's segments. The program's from the auxiliary vector; any
- * other object's from its ELF header, mapped at the load bias for every
- * shared object (first segment at vaddr 0, file offset 0), read where it
- * can't fault.
+ * The object's segments: from the program headers ld.so keeps for it (it
+ * reads them itself, so they are mapped and readable), checked against
+ * the object's dynamic section; the program's from the auxiliary vector.
+ * Without them, from the object's ELF header, mapped at the load bias for
+ * every shared object (first segment at vaddr 0, file offset 0), read
+ * where it can't fault: two system calls.
  */
 static void object_loads(struct link_map *map, bool program, struct lg_elf_object *o)
 {
-	size_t page = lg_page_size();
 	unsigned char image[2048];	/* the header and a table of up to 35 entries */
+	size_t page = lg_page_size();
+	const ElfW(Phdr) *ph = NULL;
+	size_t phnum = 0;
 	ElfW(Ehdr) eh;
 	long got;
 
 	o->bias = map->l_addr;
 	lg_elf_name(o, map->l_name);
-	if (program && headers_match(rt.phdr, rt.phnum, map)) {
-		o->err = lg_elf_loads(rt.phdr, rt.phnum, page, &o->loads);
+	if (program) {
+		ph = rt.phdr;
+		phnum = rt.phnum;
+	} else if (phdr_off) {
+		ElfW(Half) n;
+
+		memcpy(&ph, (const unsigned char *)map + phdr_off, sizeof(ph));
+		memcpy(&n, (const unsigned char *)map + phdr_off + 2 * sizeof(void *), sizeof(n));
+		phnum = n;
+	}
+	if (ph && phnum && phnum < PN_XNUM && !((uintptr_t)ph & (sizeof(void *) - 1)) &&
+	    headers_match(ph, phnum, map)) {
+		o->err = lg_elf_loads(ph, phnum, page, &o->loads);
 		return;
 	}
 	got = lg_rt_peek(image, map->l_addr, sizeof(image));
@@ -128,11 +171,13 @@ AUDIT_EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_
 	(void)lmid;
 	*cookie = (uintptr_t)map;
 	seen_program = true;
+	if (program)
+		find_phdr_field(map);
 	object_loads(map, program, &o);
 	if (!o.err && !lg_elf_holes(&o.loads, lg_page_size(), holes, LG_ELF_MAX_LOADS))
 		return 0;	/* nothing to guard: no cost */
 	if (npending == AUDIT_MAX_PENDING) {
-		if (rt.verbose)
+		if (lg_rt_verbose())
 			lg_rt_say("libguard-audit: %s: more than %d objects with holes at once: "
 				  "left as the loader left it\n",
 				  *map->l_name ? map->l_name : "(program)", AUDIT_MAX_PENDING);
@@ -189,7 +234,7 @@ static void guard_pending(void)
 	int mfd = -1;
 
 	for (size_t i = 0; i < npending; i++)
-		guard_one(&pending[i], rt.verbose, &mfd);
+		guard_one(&pending[i], lg_rt_verbose(), &mfd);
 	if (mfd >= 0)
 		lg_hs_close(mfd);
 	npending = 0;

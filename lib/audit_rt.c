@@ -4,14 +4,14 @@
  * module into a link-map namespace of its own, where a DT_NEEDED libc.so.6
  * is a second copy of libc, mapped and relocated at every exec (~0.13 ms
  * and 4 VMAs on Debian amd64): the whole cost of the module for programs
- * with nothing to guard. So the module needs only ld.so (for
- * __libc_stack_end), and has here: raw system calls (x86_64, aarch64),
- * the few string functions the compiler and the hole core call, what the
- * process was started with (auxiliary vector and environment, from the
- * initial stack), stderr output, and the system side of the hole core
- * (lg_hs_*, the VMA lookup). Errors are returned as -errno: there is no
- * errno. ld.so serializes the audit callbacks (its load lock), so the
- * static state needs no locking.
+ * with nothing to guard. Even a DT_NEEDED ld.so (for __libc_stack_end) is
+ * a search and an open() per exec. So the module needs nothing, and has
+ * here: raw system calls (x86_64, aarch64), the few string functions the
+ * compiler and the hole core call, the auxiliary vector (one prctl()), the
+ * environment (/proc/self/environ, only on the way to a hole), stderr
+ * output, and the system side of the hole core (lg_hs_*, the VMA lookup).
+ * Errors are returned as -errno: there is no errno. ld.so serializes the
+ * audit callbacks (its load lock), so the static state needs no locking.
  */
 #include "internal.h"
 #include "audit_rt.h"
@@ -124,81 +124,66 @@ size_t strcspn(const char *s, const char *reject)
 	return n;
 }
 
-/* --- the initial stack: argc, argv[], NULL, envp[], NULL, auxv[] --- */
+/* --- the auxiliary vector, and the environment --- */
 
-extern void *__libc_stack_end;	/* ld.so's: where argc is */
-
-#define RT_MAX_ARGS (1u << 22)	/* more than any execve() can pass */
-#define RT_MAX_AUXV 256
+#ifndef PR_GET_AUXV
+#define PR_GET_AUXV 0x41555856	/* Linux 6.4 */
+#endif
+#define RT_AUXV_MAX 128		/* entries: Linux passes about 25 */
 
 static struct lg_rt_start start;
 static int start_ret = 1;	/* 1: not read yet */
-static bool forced_fallback;	/* LIBGUARD_FORCE_FALLBACK */
 size_t lg_page_cache;
 
-/* The value of NAME=value if it is set, not empty and not "0". */
-static bool env_on(const char *entry, const char *name)
+/* The whole of a small /proc file: its length, or -errno. */
+static long read_proc(const char *path, void *buf, size_t cap)
 {
-	size_t len = strlen(name);
+	int fd = lg_hs_open(path);
+	size_t n = 0;
+	long got = 0;
 
-	if (memcmp(entry, name, len) || entry[len] != '=')
-		return false;
-	entry += len + 1;
-	return *entry && !(entry[0] == '0' && !entry[1]);
+	if (fd < 0)
+		return fd;
+	while (n < cap && (got = SYS(__NR_read, fd, (char *)buf + n, cap - n, 0, 0, 0)) > 0)
+		n += (size_t)got;
+	lg_hs_close(fd);
+	return got < 0 ? got : (long)n;
 }
 
+/*
+ * One prctl(PR_GET_AUXV) (no /proc access: objects without holes must
+ * cost none); /proc/self/auxv on kernels before 6.4.
+ */
 static int read_start(void)
 {
-	const uintptr_t *sp = __libc_stack_end, *av;
-	const char *const *argv, *const *envp;
-	bool verbose_seen = false, force_seen = false, forced = false;
-	size_t page = 0, i;
+	static uintptr_t av[2 * RT_AUXV_MAX];
+	size_t page = 0;
+	long len = SYS(__NR_prctl, PR_GET_AUXV, av, sizeof(av), 0, 0, 0);
 
-	if (!sp || ((uintptr_t)sp & (sizeof(*sp) - 1)) || sp[0] >= RT_MAX_ARGS)
-		return -EINVAL;
-	argv = (const char *const *)(sp + 1);
-	if (argv[sp[0]])
-		return -EINVAL;
-	envp = argv + sp[0] + 1;
-	for (i = 0; envp[i]; i++) {
-		if (i >= RT_MAX_ARGS)
-			return -EINVAL;
-		/* the first of several, as getenv() */
-		if (!verbose_seen && !memcmp(envp[i], "LIBGUARD_AUDIT_VERBOSE=", 23)) {
-			verbose_seen = true;
-			start.verbose = env_on(envp[i], "LIBGUARD_AUDIT_VERBOSE");
-		}
-		if (!force_seen && !memcmp(envp[i], "LIBGUARD_FORCE_FALLBACK=", 24)) {
-			force_seen = true;
-			forced = env_on(envp[i], "LIBGUARD_FORCE_FALLBACK");
-		}
-	}
-	av = (const uintptr_t *)(envp + i + 1);
-	for (i = 0; av[2 * i] != AT_NULL; i++) {
-		uintptr_t v = av[2 * i + 1];
-
-		if (i >= RT_MAX_AUXV)
-			return -EINVAL;
-		switch (av[2 * i]) {
+	if (len < 0)
+		len = read_proc("/proc/self/auxv", av, sizeof(av));
+	if (len < 0)
+		return (int)len;
+	for (size_t i = 0; i + 1 < (size_t)len / sizeof(av[0]) && av[i] != AT_NULL; i += 2) {
+		switch (av[i]) {
 		case AT_SECURE:
-			start.secure = v != 0;
+			start.secure = av[i + 1] != 0;
 			break;
 		case AT_PAGESZ:
-			page = v;
+			page = av[i + 1];
 			break;
 		case AT_PHDR:
-			start.phdr = (const void *)v;
+			start.phdr = (const void *)av[i + 1];
 			break;
 		case AT_PHNUM:
-			start.phnum = v;
+			start.phnum = av[i + 1];
 			break;
 		}
 	}
-	/* Every Linux exec has these: without them, this is not the stack we think. */
+	/* Every Linux exec has these: without them, this is not an auxiliary vector. */
 	if (page < 4096 || (page & (page - 1)) || !start.phdr || !start.phnum)
 		return -EINVAL;
 	__atomic_store_n(&lg_page_cache, page, __ATOMIC_RELAXED);
-	forced_fallback = forced;
 	return 0;
 }
 
@@ -208,6 +193,74 @@ int lg_rt_start(struct lg_rt_start *out)
 		start_ret = read_start();
 	*out = start;
 	return start_ret;
+}
+
+/* The switches from the environment, read once when first needed. */
+static int env_state;		/* 0: not read, 1: read */
+static bool env_verbose, env_forced;
+
+/* NAME=value (in entry, cut to what was kept of it): -1 other name, else set and not "0". */
+static int env_value(const char *entry, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (len <= n || memcmp(entry, name, n) || entry[n] != '=')
+		return -1;
+	return len > n + 1 && !(len == n + 2 && entry[n + 1] == '0');
+}
+
+/*
+ * /proc/self/environ, the environment the process started with (what
+ * getenv() sees in a namespace of its own): read only on the way to a
+ * hole, never for an object without one. The first of several wins, as
+ * with getenv().
+ */
+static void read_env(void)
+{
+	char buf[4096], head[64];
+	bool seen_v = false, seen_f = false;
+	size_t kept = 0;
+	int fd = lg_hs_open("/proc/self/environ");
+	long got;
+
+	env_state = 1;
+	if (fd < 0)
+		return;
+	while ((got = SYS(__NR_read, fd, buf, sizeof(buf), 0, 0, 0)) > 0) {
+		for (long i = 0; i < got; i++) {
+			int v;
+
+			if (buf[i]) {
+				if (kept < sizeof(head))
+					head[kept++] = buf[i];
+				continue;
+			}
+			if (!seen_v && (v = env_value(head, kept, "LIBGUARD_AUDIT_VERBOSE")) >= 0) {
+				seen_v = true;
+				env_verbose = v;
+			}
+			if (!seen_f && (v = env_value(head, kept, "LIBGUARD_FORCE_FALLBACK")) >= 0) {
+				seen_f = true;
+				env_forced = v;
+			}
+			kept = 0;
+		}
+	}
+	lg_hs_close(fd);
+}
+
+bool lg_rt_verbose(void)
+{
+	if (!env_state)
+		read_env();
+	return env_verbose;
+}
+
+static bool forced_fallback(void)
+{
+	if (!env_state)
+		read_env();
+	return env_forced;
 }
 
 /* --- the hole core's side: lg_page_size(), lg_hs_*, VMA lookup --- */
@@ -274,7 +327,7 @@ int lg_hs_mprotect(uintptr_t addr, size_t len, int prot)
  */
 bool lg_hs_file_guards(void)
 {
-	return !forced_fallback;
+	return !forced_fallback();
 }
 
 int lg_vma_open(void)

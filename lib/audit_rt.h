@@ -11,15 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What the process was started with, from its initial stack. */
+/* What the process was started with, from its auxiliary vector. */
 struct lg_rt_start {
 	bool secure;		/* AT_SECURE */
-	bool verbose;		/* LIBGUARD_AUDIT_VERBOSE set, not "0" */
 	const void *phdr;	/* AT_PHDR, AT_PHNUM: the program's headers */
 	size_t phnum;
 };
-/* Read it (once; later calls give the same): 0, or -EINVAL if it looks wrong. */
+/* Read it (once; later calls give the same): 0, or -errno (then don't run). */
 int lg_rt_start(struct lg_rt_start *out);
+/* LIBGUARD_AUDIT_VERBOSE set, not "0" (reads /proc: only on the way to a hole). */
+bool lg_rt_verbose(void);
 /* Copy up to len bytes at src: what could be read (0 if nothing), or -errno; never faults. */
 long lg_rt_peek(void *dst, uintptr_t src, size_t len);
 /* printf() to stderr for %s and %d only, in one write() unless longer than 1 KiB. */
