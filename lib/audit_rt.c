@@ -132,7 +132,13 @@ size_t strcspn(const char *s, const char *reject)
 #define RT_AUXV_MAX 128		/* entries: Linux passes about 25 */
 
 static struct lg_rt_start start;
-static int start_ret = 1;	/* 1: not read yet */
+/*
+ * 1 + what read_start() returned; -1: not read yet. Not 0, so that it is
+ * in .data: the page after the RELRO part is then one of the file, with
+ * the (small) .bss at its end, where ld.so would otherwise map the .bss
+ * as one more anonymous mapping, an mmap() per exec.
+ */
+static int start_ret = -1;
 size_t lg_page_cache;
 
 /* The whole of a small /proc file: its length, or -errno. */
@@ -156,7 +162,7 @@ static long read_proc(const char *path, void *buf, size_t cap)
  */
 static int read_start(void)
 {
-	static uintptr_t av[2 * RT_AUXV_MAX];
+	uintptr_t av[2 * RT_AUXV_MAX];	/* on the stack: no .bss page to fault in */
 	size_t page = 0;
 	long len = SYS(__NR_prctl, PR_GET_AUXV, av, sizeof(av), 0, 0, 0);
 
@@ -189,10 +195,10 @@ static int read_start(void)
 
 int lg_rt_start(struct lg_rt_start *out)
 {
-	if (start_ret == 1)
-		start_ret = read_start();
+	if (start_ret < 0)
+		start_ret = 1 + read_start();
 	*out = start;
-	return start_ret;
+	return start_ret - 1;
 }
 
 /* The switches from the environment, read once when first needed. */
@@ -465,31 +471,41 @@ void lg_rt_say(const char *fmt, ...)
 	SYS(__NR_write, 2, buf, n, 0, 0, 0);
 }
 
+/* A switch, not a table of pointers: the module has no relocations to apply. */
 const char *lg_rt_strerror(int err)
 {
-	static const struct {
-		int err;
-		const char *text;
-	} texts[] = {
-		{ EPERM, "Operation not permitted" },
-		{ ENOENT, "No such file or directory" },
-		{ EIO, "Input/output error" },
-		{ ENOEXEC, "Exec format error" },
-		{ EBADF, "Bad file descriptor" },
-		{ EAGAIN, "Resource temporarily unavailable" },
-		{ ENOMEM, "Cannot allocate memory" },
-		{ EACCES, "Permission denied" },
-		{ EFAULT, "Bad address" },
-		{ EINVAL, "Invalid argument" },
-		{ EMFILE, "Too many open files" },
-		{ ENOTTY, "Inappropriate ioctl for device" },
-		{ ENOSYS, "Function not implemented" },
-		{ ESTALE, "Stale file handle" },
-		{ EOPNOTSUPP, "Operation not supported" },
-	};
-
-	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
-		if (texts[i].err == err)
-			return texts[i].text;
-	return "Unknown error";
+	switch (err) {
+	case EPERM:
+		return "Operation not permitted";
+	case ENOENT:
+		return "No such file or directory";
+	case EIO:
+		return "Input/output error";
+	case ENOEXEC:
+		return "Exec format error";
+	case EBADF:
+		return "Bad file descriptor";
+	case EAGAIN:
+		return "Resource temporarily unavailable";
+	case ENOMEM:
+		return "Cannot allocate memory";
+	case EACCES:
+		return "Permission denied";
+	case EFAULT:
+		return "Bad address";
+	case EINVAL:
+		return "Invalid argument";
+	case EMFILE:
+		return "Too many open files";
+	case ENOTTY:
+		return "Inappropriate ioctl for device";
+	case ENOSYS:
+		return "Function not implemented";
+	case ESTALE:
+		return "Stale file handle";
+	case EOPNOTSUPP:
+		return "Operation not supported";
+	default:
+		return "Unknown error";
+	}
 }
