@@ -73,12 +73,14 @@ AUDIT_EXPORT unsigned int la_version(unsigned int version)
 /*
  * Where glibc's link_map keeps the object's program headers (l_phdr, and
  * l_phnum two words later): not public, so found at the first
- * la_objopen(), which is the program's, as the one field holding AT_PHDR
- * with AT_PHNUM two words on, within the part of the structure every
- * glibc since 2.17 has. 0: not found (an unknown glibc), and every object
- * is read from its ELF header instead.
+ * la_objopen(), which is the program's, as the first field holding
+ * AT_PHDR with AT_PHNUM two words on. glibc 2.36 has it at 704 bytes
+ * (x86_64) and 752 (aarch64), after l_info[], and some 500 bytes of
+ * fields after it, in every version since 2.17: the scan stays inside the
+ * structure. 0: not found (an unknown glibc), and every object is read
+ * from its ELF header instead.
  */
-#define AUDIT_MAP_SCAN 768	/* bytes: l_phdr is at 680 (x86_64) in glibc 2.36 */
+#define AUDIT_MAP_SCAN 1024
 static size_t phdr_off;
 
 static void find_phdr_field(const struct link_map *map)

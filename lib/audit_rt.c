@@ -417,7 +417,7 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
 		}
 		if (ret == -ENOENT)
 			return 0;
-		if (ret != -ENOTTY && ret != -EINVAL)
+		if (!lg_procmap_absent(ret))
 			return ret;
 		no_procmap_query = true;
 	}

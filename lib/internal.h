@@ -184,6 +184,15 @@ void lg_maps_line_vma(const struct lg_maps_line *l, struct lg_vma *vma);
 /* A PROCMAP_QUERY for the VMA covering addr or the next one; its answer. */
 void lg_procmap_request(struct lg_procmap_query *q, uintptr_t addr);
 void lg_procmap_vma(const struct lg_procmap_query *q, struct lg_vma *vma);
+/*
+ * An error of PROCMAP_QUERY that means the kernel has none (before 6.11:
+ * ENOTTY; EINVAL for a size it does not know; ENOSYS from an emulator
+ * such as qemu-user): use the text of the maps file.
+ */
+static inline bool lg_procmap_absent(int err)
+{
+	return err == -ENOTTY || err == -EINVAL || err == -ENOSYS;
+}
 /* LG_VM_* for the value of an smaps "VmFlags:" line. */
 int lg_vmflags_kind(const char *flags);
 

@@ -117,7 +117,7 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
 	if (atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
 		return vma_find_text(addr, vma);
 	ret = procmap_query(fd, addr, vma, NULL, 0);
-	if (ret != -ENOTTY && ret != -EINVAL)
+	if (!lg_procmap_absent(ret))
 		return ret;
 	atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
 	return vma_find_text(addr, vma);
@@ -143,7 +143,7 @@ int lg_vma_at(uintptr_t addr, struct lg_vma *vma)
 			return ret;
 		if (!tries && lg_proc_lost_locked(LG_PROC_MAPS, fd))
 			continue;
-		if (ret == -ENOTTY || ret == -EINVAL) {
+		if (lg_procmap_absent(ret)) {
 			atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
 			return vma_find_text(addr, vma);
 		}
