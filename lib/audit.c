@@ -73,8 +73,9 @@ AUDIT_EXPORT unsigned int la_version(unsigned int version)
 /*
  * Where glibc's link_map keeps the object's program headers (l_phdr, and
  * l_phnum two words later): not public, so found at the first
- * la_objopen(), which is the program's, as the first field holding
- * AT_PHDR with AT_PHNUM two words on. glibc 2.36 has it at 704 bytes
+ * la_objopen(), which is the program's (or at ld.so's, see
+ * object_loads()), as the first field holding AT_PHDR with AT_PHNUM two
+ * words on. glibc 2.36 has it at 704 bytes
  * (x86_64) and 752 (aarch64), after l_info[], and some 500 bytes of
  * fields after it, in every version since 2.17: the scan stays inside the
  * structure. 0: not found (an unknown glibc), and every object is read
@@ -117,42 +118,48 @@ static bool headers_match(const ElfW(Phdr) *ph, size_t phnum, const struct link_
 	return !map->l_ld;
 }
 
+/* The segments from this table, if it describes this object. */
+static bool loads_from(const ElfW(Phdr) *ph, size_t phnum, const struct link_map *map,
+		       struct lg_elf_object *o)
+{
+	if (!ph || !phnum || phnum >= PN_XNUM || ((uintptr_t)ph & (sizeof(void *) - 1)) ||
+	    !headers_match(ph, phnum, map))
+		return false;
+	o->err = lg_elf_loads(ph, phnum, lg_page_size(), &o->loads);
+	return true;
+}
+
 /*
  * The object's segments: from the program headers ld.so keeps for it (it
  * reads them itself, so they are mapped and readable), checked against
  * the object's dynamic section; the program's from the auxiliary vector.
  * Without them, from the object's ELF header, mapped at the load bias for
  * every shared object (first segment at vaddr 0, file offset 0), read
- * where it can't fault: two system calls.
+ * where it can't fault: two system calls. (A program started as "ld.so
+ * PROGRAM" has ld.so's headers in its auxiliary vector: the field is then
+ * found on ld.so's link_map, and the program read again at la_preinit().)
  */
 static void object_loads(struct link_map *map, bool program, struct lg_elf_object *o)
 {
 	unsigned char image[2048];	/* the header and a table of up to 35 entries */
-	size_t page = lg_page_size();
-	const ElfW(Phdr) *ph = NULL;
-	size_t phnum = 0;
 	ElfW(Ehdr) eh;
 	long got;
 
 	o->bias = map->l_addr;
 	lg_elf_name(o, map->l_name);
-	if (program) {
-		ph = rt.phdr;
-		phnum = rt.phnum;
-	} else if (phdr_off) {
+	if (program && loads_from(rt.phdr, rt.phnum, map, o))
+		return;
+	if (phdr_off) {
+		const ElfW(Phdr) *ph;
 		ElfW(Half) n;
 
 		memcpy(&ph, (const unsigned char *)map + phdr_off, sizeof(ph));
 		memcpy(&n, (const unsigned char *)map + phdr_off + 2 * sizeof(void *), sizeof(n));
-		phnum = n;
-	}
-	if (ph && phnum && phnum < PN_XNUM && !((uintptr_t)ph & (sizeof(void *) - 1)) &&
-	    headers_match(ph, phnum, map)) {
-		o->err = lg_elf_loads(ph, phnum, page, &o->loads);
-		return;
+		if (loads_from(ph, n, map, o))
+			return;
 	}
 	got = lg_rt_peek(image, map->l_addr, sizeof(image));
-	o->err = got < 0 ? (int)got : lg_elf_parse(image, (size_t)got, page, &o->loads);
+	o->err = got < 0 ? (int)got : lg_elf_parse(image, (size_t)got, lg_page_size(), &o->loads);
 	if (o->err)
 		return;
 	memcpy(&eh, image, sizeof(eh));
@@ -173,7 +180,7 @@ AUDIT_EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_
 	(void)lmid;
 	*cookie = (uintptr_t)map;
 	seen_program = true;
-	if (program)
+	if (!phdr_off)
 		find_phdr_field(map);
 	object_loads(map, program, &o);
 	if (!o.err && !lg_elf_holes(&o.loads, lg_page_size(), holes, LG_ELF_MAX_LOADS))
