@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * libbench-null-audit-libc.so: the null audit module plus the one libc call
- * every real module makes (libguard-audit.so's la_version(): no module in
- * a secure-execution program). Needing libc, it costs what any audit
- * module written against libc costs: a second copy of libc, loaded and
- * relocated in the module's own link-map namespace.
+ * libbench-null-audit-libc.so: the null audit module plus one libc call
+ * (getauxval(AT_SECURE), as libguard-audit.so's la_version() made before
+ * it dropped libc). Needing libc, it costs what any audit module written
+ * against libc costs: a second copy of libc, loaded and relocated in the
+ * module's own link-map namespace.
  */
 #include <link.h>
 #include <sys/auxv.h>

@@ -12,15 +12,17 @@
  * VMA count is then one lower than it will be once RELRO splits its data
  * segment.
  *
- * Cost: an object is looked at in la_objopen() through the program
- * headers ld.so keeps for it (dlinfo(RTLD_DI_PHDR), no system call); one
- * whose PT_LOAD segments leave no page-aligned hole between them (every
- * object of Debian's amd64 programs) is never noted, and the module makes
- * no system call for it. Only objects with a hole open /proc/self/maps,
- * once per la_preinit() or dlopen(), and query it with PROCMAP_QUERY where
- * the kernel has it. The module's own descriptors are all closed again
- * (not kept, as the library keeps them): it must leave the program's
- * descriptor table as it found it.
+ * Cost: the module needs no library at all, not even libc (see
+ * audit_rt.c), so that its namespace holds nothing but itself: what the
+ * null module costs, plus one prctl() for the auxiliary vector. An object
+ * is looked at in la_objopen() through the program headers ld.so keeps
+ * for it (see object_loads()): no system call. One whose PT_LOAD segments
+ * leave no page-aligned hole between them (every object of Debian's amd64
+ * programs) is never noted. Only objects with a hole open
+ * /proc/self/maps, once per la_preinit() or dlopen(), and query it with
+ * PROCMAP_QUERY where the kernel has it. The module's own descriptors are
+ * all closed again: it must leave the program's descriptor table as it
+ * found it.
  *
  * LIBGUARD_AUDIT_VERBOSE=1 prints one line per object with holes to
  * stderr: its name, holes found and guarded, and its VMA count before and
@@ -28,78 +30,141 @@
  */
 #include "internal.h"
 
-#include <dlfcn.h>
+#include "audit_rt.h"
+
+#include <elf.h>
 #include <link.h>
-#include <sys/auxv.h>
-#include <sys/mman.h>
-#include <unistd.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define AUDIT_EXPORT __attribute__((visibility("default")))
 
-/* An object with a hole, to guard at the next consistent point. */
+/*
+ * Objects with a hole, to guard at the next consistent point: a fixed
+ * table, as there is no malloc(). Past it (more objects with holes in one
+ * dlopen() than any real program has), an object stays as the loader left
+ * it, and verbose says so.
+ */
+#define AUDIT_MAX_PENDING 64
 struct pending {
 	struct link_map *map;
 	bool program;		/* the first object ld.so reported */
 };
 
-static struct pending *pending;
+static struct pending pending[AUDIT_MAX_PENDING];
 static bool seen_program;	/* la_objopen() has seen the program */
 static bool started;		/* la_preinit() has run */
-static size_t npending, cappending;
-
-/* dlinfo() request for the program headers: glibc 2.36; older ones refuse it. */
-#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 36)
-#define AUDIT_DI_PHDR RTLD_DI_PHDR
-#else
-#define AUDIT_DI_PHDR 11
-#endif
+static size_t npending;
+static struct lg_rt_start rt;
 
 /*
  * Never in a secure-execution (setuid, setgid, capabilities) program.
  * glibc already ignores LD_AUDIT paths there, but loads a module named
  * without a slash from the system directories if it has the set-user-ID
- * bit; 0 makes ld.so drop the module even then, before it reads any of
- * the environment.
+ * bit; 0 makes ld.so drop the module even then. 0 as well if the
+ * auxiliary vector can't be read: then the module is not used at all.
  */
 AUDIT_EXPORT unsigned int la_version(unsigned int version)
 {
-	if (getauxval(AT_SECURE))
+	if (lg_rt_start(&rt) || rt.secure)
 		return 0;
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 
 /*
- * The object's segments. First from the program headers ld.so keeps for
- * it (the link_map is a dlopen() handle): no system call. Where glibc is
- * older than 2.36, from its ELF header: mapped at the load bias for every
- * shared object (first segment at vaddr 0, file offset 0), once its VMA
- * is seen to start there and be readable; for a program that is not PIE,
- * from the auxiliary vector.
+ * Where glibc's link_map keeps the object's program headers (l_phdr, and
+ * l_phnum two words later): not public, so found at the first
+ * la_objopen(), which is the program's (or at ld.so's, see
+ * object_loads()), as the first field holding AT_PHDR with AT_PHNUM two
+ * words on. glibc 2.36 has it at 704 bytes
+ * (x86_64) and 752 (aarch64), after l_info[], and some 500 bytes of
+ * fields after it, in every version since 2.17: the scan stays inside the
+ * structure. 0: not found (an unknown glibc), and every object is read
+ * from its ELF header instead.
  */
-static int object_loads(struct link_map *map, bool program, struct lg_loads *loads)
-{
-	size_t page = lg_page_size();
-	const ElfW(Phdr) *phdr = NULL;
-	struct lg_vma vma;
-	int fd, ret;
+#define AUDIT_MAP_SCAN 1024
+static size_t phdr_off;
 
-	ret = dlinfo(map, AUDIT_DI_PHDR, &phdr);
-	if (ret > 0 && phdr)
-		return lg_elf_loads(phdr, (size_t)ret, page, loads);
-	fd = lg_vma_open();
-	if (fd < 0)
-		return fd;
-	ret = lg_vma_find(fd, map->l_addr, &vma);
-	close(fd);
-	if (ret == 1 && vma.start == map->l_addr && (vma.prot & PROT_READ))
-		return lg_elf_parse((const void *)map->l_addr, vma.end - vma.start, page, loads);
-	if (program && !*map->l_name)
-		return lg_elf_loads((const void *)getauxval(AT_PHDR), getauxval(AT_PHNUM), page,
-				    loads);
-	return ret < 0 ? ret : -ENOEXEC;
+static void find_phdr_field(const struct link_map *map)
+{
+	const unsigned char *m = (const unsigned char *)map;
+
+	for (size_t off = sizeof(*map); off + 2 * sizeof(void *) + sizeof(ElfW(Half)) <=
+					AUDIT_MAP_SCAN; off += sizeof(void *)) {
+		const void *phdr;
+		ElfW(Half) phnum;
+
+		memcpy(&phdr, m + off, sizeof(phdr));
+		memcpy(&phnum, m + off + 2 * sizeof(void *), sizeof(phnum));
+		if (phdr == rt.phdr && phnum == rt.phnum) {
+			phdr_off = off;
+			return;
+		}
+	}
+}
+
+/*
+ * Do these program headers describe this object: a PT_DYNAMIC where ld.so
+ * found the object's dynamic section? (Not for an object without one.)
+ */
+static bool headers_match(const ElfW(Phdr) *ph, size_t phnum, const struct link_map *map)
+{
+	for (size_t i = 0; i < phnum; i++) {
+		ElfW(Phdr) p;
+
+		memcpy(&p, &ph[i], sizeof(p));
+		if (p.p_type == PT_DYNAMIC)
+			return map->l_addr + p.p_vaddr == (uintptr_t)map->l_ld;
+	}
+	return !map->l_ld;
+}
+
+/* The segments from this table, if it describes this object. */
+static bool loads_from(const ElfW(Phdr) *ph, size_t phnum, const struct link_map *map,
+		       struct lg_elf_object *o)
+{
+	if (!ph || !phnum || phnum >= PN_XNUM || ((uintptr_t)ph & (sizeof(void *) - 1)) ||
+	    !headers_match(ph, phnum, map))
+		return false;
+	o->err = lg_elf_loads(ph, phnum, lg_page_size(), &o->loads);
+	return true;
+}
+
+/*
+ * The object's segments: from the program headers ld.so keeps for it (it
+ * reads them itself, so they are mapped and readable), checked against
+ * the object's dynamic section; the program's from the auxiliary vector.
+ * Without them, from the object's ELF header, mapped at the load bias for
+ * every shared object (first segment at vaddr 0, file offset 0), read
+ * where it can't fault: two system calls. (A program started as "ld.so
+ * PROGRAM" has ld.so's headers in its auxiliary vector: the field is then
+ * found on ld.so's link_map, and the program read again at la_preinit().)
+ */
+static void object_loads(struct link_map *map, bool program, struct lg_elf_object *o)
+{
+	unsigned char image[2048];	/* the header and a table of up to 35 entries */
+	ElfW(Ehdr) eh;
+	long got;
+
+	o->bias = map->l_addr;
+	lg_elf_name(o, map->l_name);
+	if (program && loads_from(rt.phdr, rt.phnum, map, o))
+		return;
+	if (phdr_off) {
+		const ElfW(Phdr) *ph;
+		ElfW(Half) n;
+
+		memcpy(&ph, (const unsigned char *)map + phdr_off, sizeof(ph));
+		memcpy(&n, (const unsigned char *)map + phdr_off + 2 * sizeof(void *), sizeof(n));
+		if (loads_from(ph, n, map, o))
+			return;
+	}
+	got = lg_rt_peek(image, map->l_addr, sizeof(image));
+	o->err = got < 0 ? (int)got : lg_elf_parse(image, (size_t)got, lg_page_size(), &o->loads);
+	if (o->err)
+		return;
+	memcpy(&eh, image, sizeof(eh));
+	if (!headers_match((const ElfW(Phdr) *)(image + eh.e_phoff), eh.e_phnum, map))
+		o->err = -ENOEXEC;
 }
 
 /*
@@ -110,22 +175,22 @@ AUDIT_EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_
 {
 	struct lg_run holes[LG_ELF_MAX_LOADS];
 	bool program = !seen_program;
-	struct lg_loads loads;
+	struct lg_elf_object o;
 
 	(void)lmid;
 	*cookie = (uintptr_t)map;
 	seen_program = true;
-	if (!object_loads(map, program, &loads) &&
-	    !lg_elf_holes(&loads, lg_page_size(), holes, LG_ELF_MAX_LOADS))
+	if (!phdr_off)
+		find_phdr_field(map);
+	object_loads(map, program, &o);
+	if (!o.err && !lg_elf_holes(&o.loads, lg_page_size(), holes, LG_ELF_MAX_LOADS))
 		return 0;	/* nothing to guard: no cost */
-	if (npending == cappending) {
-		size_t cap = cappending ? 2 * cappending : 32;
-		struct pending *v = realloc(pending, cap * sizeof(*v));
-
-		if (!v)
-			return 0;	/* this object stays as the loader left it */
-		pending = v;
-		cappending = cap;
+	if (npending == AUDIT_MAX_PENDING) {
+		if (lg_rt_verbose())
+			lg_rt_say("libguard-audit: %s: more than %d objects with holes at once: "
+				  "left as the loader left it\n",
+				  *map->l_name ? map->l_name : "(program)", AUDIT_MAX_PENDING);
+		return 0;
 	}
 	pending[npending++] = (struct pending){ map, program };
 	return 0;			/* no symbol binding audit: no cost */
@@ -140,57 +205,47 @@ AUDIT_EXPORT unsigned int la_objclose(uintptr_t *cookie)
 	return 0;
 }
 
-static bool verbose(void)
-{
-	const char *v = getenv("LIBGUARD_AUDIT_VERBOSE");
-
-	return v && *v && strcmp(v, "0");
-}
-
 /* Guard one noted object; *mfd is the VMA lookup descriptor of this pass. */
 static void guard_one(const struct pending *p, bool talk, int *mfd)
 {
 	struct link_map *map = p->map;
 	const char *name = *map->l_name ? map->l_name : "(program)";
 	struct lg_elf_report rep;
-	struct lg_loads loads;
+	struct lg_elf_object o;
 	int before = 0, ret;
 
-	ret = object_loads(map, p->program, &loads);
-	if (!ret && !talk) {
+	object_loads(map, p->program, &o);
+	if (!talk) {
 		/* Nothing to say: errors leave the object as the loader left it. */
-		lg_elf_guard_loads(mfd, map->l_addr, &loads, map->l_name, GUARD_NATIVE, NULL);
+		lg_elf_guard_object(mfd, &o, GUARD_NATIVE, NULL);
 		return;
 	}
-	if (!ret)
-		ret = lg_elf_guard_loads(mfd, map->l_addr, &loads, map->l_name, GUARD_ELF_COUNT,
-					 &rep);
+	ret = lg_elf_guard_object(mfd, &o, GUARD_ELF_COUNT, &rep);
 	if (ret <= 0) {
-		if (ret < 0 && talk)
-			fprintf(stderr, "libguard-audit: %s: %s\n", name, strerror(-ret));
+		if (ret < 0)
+			lg_rt_say("libguard-audit: %s: %s\n", name, lg_rt_strerror(-ret));
 		return;
 	}
 	before = lg_vma_count(rep.lo, rep.hi);
-	ret = lg_elf_guard_loads(mfd, map->l_addr, &loads, map->l_name, GUARD_NATIVE, &rep);
+	ret = lg_elf_guard_object(mfd, &o, GUARD_NATIVE, &rep);
 	if (ret < 0)
-		fprintf(stderr, "libguard-audit: %s: %d hole(s), %d guarded: %s%s; VMAs %d\n", name,
-			rep.holes, rep.guarded, strerror(-ret),
-			ret == -EOPNOTSUPP ? " (no native guards in file mappings: holes stay PROT_NONE)"
-					   : "", before);
+		lg_rt_say("libguard-audit: %s: %d hole(s), %d guarded: %s%s; VMAs %d\n", name,
+			  rep.holes, rep.guarded, lg_rt_strerror(-ret),
+			  ret == -EOPNOTSUPP ? " (no native guards in file mappings: holes stay PROT_NONE)"
+					     : "", before);
 	else
-		fprintf(stderr, "libguard-audit: %s: %d hole(s), %d guarded; VMAs %d -> %d\n", name,
-			rep.holes, rep.guarded, before, lg_vma_count(rep.lo, rep.hi));
+		lg_rt_say("libguard-audit: %s: %d hole(s), %d guarded; VMAs %d -> %d\n", name,
+			  rep.holes, rep.guarded, before, lg_vma_count(rep.lo, rep.hi));
 }
 
 static void guard_pending(void)
 {
-	bool talk = verbose();
 	int mfd = -1;
 
 	for (size_t i = 0; i < npending; i++)
-		guard_one(&pending[i], talk, &mfd);
+		guard_one(&pending[i], lg_rt_verbose(), &mfd);
 	if (mfd >= 0)
-		close(mfd);
+		lg_hs_close(mfd);
 	npending = 0;
 }
 

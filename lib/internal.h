@@ -179,6 +179,20 @@ struct lg_maps_line {
 };
 /* Parse one line (a trailing newline is allowed): 0, or -EIO. */
 int lg_maps_parse(const char *line, struct lg_maps_line *out);
+/* The VMA a maps line describes. */
+void lg_maps_line_vma(const struct lg_maps_line *l, struct lg_vma *vma);
+/* A PROCMAP_QUERY for the VMA covering addr or the next one; its answer. */
+void lg_procmap_request(struct lg_procmap_query *q, uintptr_t addr);
+void lg_procmap_vma(const struct lg_procmap_query *q, struct lg_vma *vma);
+/*
+ * An error of PROCMAP_QUERY that means the kernel has none (before 6.11:
+ * ENOTTY; EINVAL for a size it does not know; ENOSYS from an emulator
+ * such as qemu-user): use the text of the maps file.
+ */
+static inline bool lg_procmap_absent(int err)
+{
+	return err == -ENOTTY || err == -EINVAL || err == -ENOSYS;
+}
 /* LG_VM_* for the value of an smaps "VmFlags:" line. */
 int lg_vmflags_kind(const char *flags);
 
@@ -351,20 +365,43 @@ struct lg_elf_report {
 	uintptr_t lo, hi;	/* the object's extent in memory */
 	int holes;		/* loader holes found */
 	int guarded;		/* of which now guard regions */
-	char name[256];
 };
+/* One loaded object: load bias, segments, file name ("" for the program). */
+struct lg_elf_object {
+	uintptr_t bias;
+	struct lg_loads loads;
+	char name[256];
+	int err;		/* the segments could not be read */
+};
+/* Copy a file name into an lg_elf_object (cut to fit). */
+void lg_elf_name(struct lg_elf_object *o, const char *name);
 /*
- * guard_elf_segments() for one object given by its load bias, segments
- * and file name ("" for the program), with what it found in *rep (may be
- * NULL). For the audit module, which can't use dl_iterate_phdr(): that
- * only shows the caller's own link-map namespace. *mfd is the VMA lookup
- * descriptor: -1 opens one at the first hole, for the caller to close
- * (and to pass on to the next object).
+ * elf_holes.c: guard_elf_segments() for one object, with what it found in
+ * *rep (may be NULL). Also for the audit module, which can't use
+ * dl_iterate_phdr(): that only shows the caller's own link-map namespace.
+ * *mfd is the VMA lookup descriptor: -1 opens one at the first hole, for
+ * the caller to close (lg_hs_close()) and to pass on to the next object.
  */
-int lg_elf_guard_loads(int *mfd, uintptr_t bias, const struct lg_loads *loads, const char *name,
-		       unsigned int flags, struct lg_elf_report *rep);
+int lg_elf_guard_object(int *mfd, const struct lg_elf_object *o, unsigned int flags,
+			struct lg_elf_report *rep);
 /* Number of VMAs meeting [start, end), or -errno. */
 int lg_vma_count(uintptr_t start, uintptr_t end);
+/*
+ * What elf_holes.c asks of the system, each 0 (or a descriptor) or
+ * -errno. Two implementations, chosen at link time: libguard's with libc
+ * (elf.c, sys.c), and libguard-audit.so's with raw system calls
+ * (audit_rt.c), which has no libc. Besides these: lg_vma_open(),
+ * lg_vma_find(), lg_page_size() and memcpy/memset/memcmp/strlen.
+ */
+int lg_hs_open(const char *path);	/* O_RDONLY | O_CLOEXEC */
+void lg_hs_close(int fd);
+int lg_hs_file_id(int fd, uint64_t *inode, unsigned int *dev_major, unsigned int *dev_minor);
+/* A PROT_NONE, MAP_PRIVATE | MAP_FIXED mapping of fd at off over [addr, addr + len). */
+int lg_hs_map_none(uintptr_t addr, size_t len, int fd, uint64_t off);
+int lg_hs_madvise(uintptr_t addr, size_t len, int advice);
+int lg_hs_mprotect(uintptr_t addr, size_t len, int prot);
+/* May native guards be tried in file mappings (not forced off, not known absent)? */
+bool lg_hs_file_guards(void);
 
 /* native.c: the native method beyond one page. */
 /*

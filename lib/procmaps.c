@@ -6,7 +6,9 @@
  * process's maps for guard-maps: a field that is not what the kernel
  * prints (a sign, a 0x prefix, a number that overflows, perms that are not
  * four of [r-][w-][x-][sp]) makes the line invalid rather than a guess.
- * Reached by the fuzz target through the static library.
+ * Reached by the fuzz target through the static library. Also the
+ * PROCMAP_QUERY request and answer. Compiled into libguard-audit.so too,
+ * which has no libc: nothing here may call more than strcspn/memset.
  */
 #include "internal.h"
 
@@ -99,6 +101,40 @@ int lg_maps_parse(const char *line, struct lg_maps_line *out)
 	out->name = p;
 	out->name_len = strcspn(p, "\n");
 	return 0;
+}
+
+void lg_maps_line_vma(const struct lg_maps_line *l, struct lg_vma *vma)
+{
+	vma->start = l->start;
+	vma->end = l->end;
+	vma->prot = l->prot;
+	vma->shared = l->shared;
+	vma->pgoff = l->offset;
+	vma->inode = l->inode;
+	vma->dev_major = l->dev_major;
+	vma->dev_minor = l->dev_minor;
+}
+
+void lg_procmap_request(struct lg_procmap_query *q, uintptr_t addr)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	q->query_flags = LG_PROCMAP_COVERING_OR_NEXT;
+	q->query_addr = addr;
+}
+
+void lg_procmap_vma(const struct lg_procmap_query *q, struct lg_vma *vma)
+{
+	vma->start = q->vma_start;
+	vma->end = q->vma_end;
+	vma->prot = (q->vma_flags & LG_PROCMAP_READABLE ? PROT_READ : 0) |
+		    (q->vma_flags & LG_PROCMAP_WRITABLE ? PROT_WRITE : 0) |
+		    (q->vma_flags & LG_PROCMAP_EXECUTABLE ? PROT_EXEC : 0);
+	vma->shared = q->vma_flags & LG_PROCMAP_SHARED;
+	vma->pgoff = q->vma_offset;
+	vma->inode = q->inode;
+	vma->dev_major = q->dev_major;
+	vma->dev_minor = q->dev_minor;
 }
 
 int lg_vmflags_kind(const char *flags)

@@ -83,14 +83,7 @@ static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
 		if (lg_maps_parse(line, &l))
 			continue;
 		if (l.end > addr) {
-			vma->start = l.start;
-			vma->end = l.end;
-			vma->prot = l.prot;
-			vma->shared = l.shared;
-			vma->pgoff = l.offset;
-			vma->inode = l.inode;
-			vma->dev_major = l.dev_major;
-			vma->dev_minor = l.dev_minor;
+			lg_maps_line_vma(&l, vma);
 			found = 1;
 			break;
 		}
@@ -105,10 +98,7 @@ static int procmap_query(int fd, uintptr_t addr, struct lg_vma *vma, char *name,
 {
 	struct lg_procmap_query q;
 
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_flags = LG_PROCMAP_COVERING_OR_NEXT;
-	q.query_addr = addr;
+	lg_procmap_request(&q, addr);
 	if (name) {
 		q.vma_name_addr = (uintptr_t)name;
 		q.vma_name_size = (__u32)name_size;
@@ -116,16 +106,7 @@ static int procmap_query(int fd, uintptr_t addr, struct lg_vma *vma, char *name,
 	}
 	if (ioctl(fd, LG_PROCMAP_QUERY, &q))
 		return errno == ENOENT ? 0 : -errno;
-	vma->start = q.vma_start;
-	vma->end = q.vma_end;
-	vma->prot = (q.vma_flags & LG_PROCMAP_READABLE ? PROT_READ : 0) |
-		    (q.vma_flags & LG_PROCMAP_WRITABLE ? PROT_WRITE : 0) |
-		    (q.vma_flags & LG_PROCMAP_EXECUTABLE ? PROT_EXEC : 0);
-	vma->shared = q.vma_flags & LG_PROCMAP_SHARED;
-	vma->pgoff = q.vma_offset;
-	vma->inode = q.inode;
-	vma->dev_major = q.dev_major;
-	vma->dev_minor = q.dev_minor;
+	lg_procmap_vma(&q, vma);
 	return 1;
 }
 
@@ -136,7 +117,7 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
 	if (atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
 		return vma_find_text(addr, vma);
 	ret = procmap_query(fd, addr, vma, NULL, 0);
-	if (ret != -ENOTTY && ret != -EINVAL)
+	if (!lg_procmap_absent(ret))
 		return ret;
 	atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
 	return vma_find_text(addr, vma);
@@ -162,7 +143,7 @@ int lg_vma_at(uintptr_t addr, struct lg_vma *vma)
 			return ret;
 		if (!tries && lg_proc_lost_locked(LG_PROC_MAPS, fd))
 			continue;
-		if (ret == -ENOTTY || ret == -EINVAL) {
+		if (lg_procmap_absent(ret)) {
 			atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
 			return vma_find_text(addr, vma);
 		}
@@ -194,23 +175,6 @@ int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma)
 	    !strncmp(name, "[anon:", 6))
 		return LG_VM_LOCKED;
 	return lg_vma_kind(vma->start, vma->end);
-}
-
-int lg_vma_count(uintptr_t start, uintptr_t end)
-{
-	int fd = lg_vma_open(), n = 0, ret = 0;
-	struct lg_vma vma;
-
-	if (fd < 0)
-		return fd;
-	for (uintptr_t at = start; at < end; at = vma.end) {
-		ret = lg_vma_find(fd, at, &vma);
-		if (ret <= 0 || vma.start >= end)
-			break;
-		n++;
-	}
-	close(fd);
-	return ret < 0 ? ret : n;
 }
 
 int lg_vma_kind(uintptr_t start, uintptr_t end)
