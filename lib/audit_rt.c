@@ -15,6 +15,7 @@
  */
 #include "internal.h"
 #include "audit_rt.h"
+#include "raw_syscall.h"
 
 #include <asm/unistd.h>
 #include <elf.h>
@@ -23,37 +24,12 @@
 #include <stdarg.h>
 #include <sys/uio.h>
 
-#if defined(__x86_64__)
-static long rt_syscall(long n, long a, long b, long c, long d, long e, long f)
-{
-	register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-#elif defined(__aarch64__)
-static long rt_syscall(long n, long a, long b, long c, long d, long e, long f)
-{
-	register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c, x3 __asm__("x3") = d, x4 __asm__("x4") = e;
-	register long x5 __asm__("x5") = f;
-
-	__asm__ volatile("svc 0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
-			 : "memory");
-	return x0;
-}
-#else
-#error "libguard-audit.so: no system call shim for this architecture (x86_64, aarch64)"
+#if !LG_HAVE_RAW_SYSCALL
+#error "libguard-audit.so: no system call shim for this architecture (raw_syscall.h)"
 #endif
 
 #define SYS(n, a, b, c, d, e, f) \
-	rt_syscall(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+	lg_raw_syscall(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 
 /* The kernel returns -4095..-1 for errors. */
 static int rt_int(long ret)

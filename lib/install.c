@@ -131,26 +131,93 @@ int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
 	return remove_one(start, end, flags);
 }
 
-LG_EXPORT LG_HOT int guard_install(void *addr, size_t len, unsigned int flags)
+/*
+ * The hot path of the entry points: one page, native guards by policy.
+ * lg_madvise() is a raw system call there (raw_syscall.h), so nothing
+ * touches errno and the call needs no saving of it: the kernel's answer
+ * is the whole call. Anything else, or a first call (the probe), or a
+ * page the kernel can't guard natively, goes out of line under
+ * LG_KEEP_ERRNO.
+ */
+static inline bool native_page(uintptr_t start, uintptr_t end, unsigned int flags,
+			       unsigned int allowed)
+{
+	unsigned int w = __atomic_load_n(&lg_probed_word, __ATOMIC_ACQUIRE);
+
+	return LG_HAVE_RAW_SYSCALL && end - start == lg_page_size() && !(flags & ~allowed) &&
+	       (w & (LG_PROBED | LG_FORCED)) == LG_PROBED && (w & GUARD_CAP_NATIVE_MASK);
+}
+
+static __attribute__((noinline)) int install_slow(uintptr_t start, uintptr_t end,
+						  unsigned int flags, unsigned int *method)
 {
 	LG_KEEP_ERRNO;
+
+	return install_one(start, end, flags, method);
+}
+
+static __attribute__((noinline)) int remove_slow(uintptr_t start, uintptr_t end,
+						 unsigned int flags)
+{
+	LG_KEEP_ERRNO;
+
+	return remove_one(start, end, flags);
+}
+
+/* The kernel refused the page natively (EINVAL): the fallback, as install_one() would. */
+static __attribute__((noinline)) int install_refused(uintptr_t start, uintptr_t end,
+						     unsigned int flags, unsigned int *method)
+{
+	LG_KEEP_ERRNO;
+	int ret;
+
+	*method = 0;
+	if (flags & GUARD_NATIVE)
+		return -EOPNOTSUPP;
+	ret = lg_fallback_install(start, end);
+	*method = ret ? 0 : GUARD_METHOD_FALLBACK;
+	return ret;
+}
+
+/* ... and for a removal, round the VMAs that can't have guards, as native_remove() would. */
+static __attribute__((noinline)) int remove_refused(uintptr_t start, uintptr_t end)
+{
+	LG_KEEP_ERRNO;
+
+	return lg_native_remove_around(start, end);
+}
+
+LG_EXPORT LG_HOT int guard_install(void *addr, size_t len, unsigned int flags)
+{
 	unsigned int method;
 	uintptr_t end;
 	int ret = lg_check_range(addr, len, &end);
 
-	return ret ? ret : install_one((uintptr_t)addr, end, flags, &method);
+	if (ret)
+		return ret;
+	if (native_page((uintptr_t)addr, end, flags, GUARD_NATIVE | GUARD_FRESH)) {
+		ret = lg_madvise(addr, end - (uintptr_t)addr, MADV_GUARD_INSTALL);
+		/* EINVAL: this mapping can't have native guards. */
+		return ret != -EINVAL ? ret : install_refused((uintptr_t)addr, end, flags, &method);
+	}
+	return install_slow((uintptr_t)addr, end, flags, &method);
 }
 
 LG_EXPORT LG_HOT int guard_install2(void *addr, size_t len, unsigned int flags,
 				    unsigned int *method)
 {
-	LG_KEEP_ERRNO;
 	unsigned int how = 0;
 	uintptr_t end;
 	int ret = lg_check_range(addr, len, &end);
 
-	if (!ret)
-		ret = install_one((uintptr_t)addr, end, flags, &how);
+	if (!ret && native_page((uintptr_t)addr, end, flags, GUARD_NATIVE | GUARD_FRESH)) {
+		ret = lg_madvise(addr, end - (uintptr_t)addr, MADV_GUARD_INSTALL);
+		how = ret ? 0 : GUARD_METHOD_NATIVE;
+		if (ret == -EINVAL)
+			ret = install_refused((uintptr_t)addr, end, flags, &how);
+	} else if (!ret) {
+		ret = install_slow((uintptr_t)addr, end, flags, &how);
+	}
 	if (method)
 		*method = how;
 	return ret;
@@ -158,9 +225,16 @@ LG_EXPORT LG_HOT int guard_install2(void *addr, size_t len, unsigned int flags,
 
 LG_EXPORT LG_HOT int guard_remove(void *addr, size_t len, unsigned int flags)
 {
-	LG_KEEP_ERRNO;
 	uintptr_t end;
 	int ret = lg_check_range(addr, len, &end);
 
-	return ret ? ret : remove_one((uintptr_t)addr, end, flags);
+	if (ret)
+		return ret;
+	/* One page, no fallback records: the kernel removes it, or fails having done nothing. */
+	if (native_page((uintptr_t)addr, end, flags, GUARD_NATIVE) &&
+	    ((flags & GUARD_NATIVE) || !lg_fallback_any())) {
+		ret = lg_madvise(addr, end - (uintptr_t)addr, MADV_GUARD_REMOVE);
+		return ret != -EINVAL ? ret : remove_refused((uintptr_t)addr, end);
+	}
+	return remove_slow((uintptr_t)addr, end, flags);
 }

@@ -15,6 +15,9 @@
 #include <sys/types.h>
 
 #include "guard.h"
+#include "raw_syscall.h"
+
+#include <asm/unistd.h>
 
 /* Public entry points: everything else is hidden, see libguard.map. */
 #define LG_EXPORT __attribute__((visibility("default")))
@@ -122,7 +125,13 @@ static inline size_t lg_page_size(void)
 }
 static inline int lg_madvise(void *addr, size_t len, int advice)
 {
+#if LG_HAVE_RAW_SYSCALL
+	long ret = lg_raw_syscall(__NR_madvise, (long)addr, (long)len, advice, 0, 0, 0);
+
+	return ret < 0 ? (int)ret : 0;
+#else
 	return madvise(addr, len, advice) ? -errno : 0;
+#endif
 }
 int lg_mprotect(void *addr, size_t len, int prot);
 int lg_pidfd_self(void);
