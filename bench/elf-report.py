@@ -37,7 +37,7 @@ def spread_pct(v):
 
 def summarize(raw_path, csv_path):
     times = collections.defaultdict(dict)  # (program, mode) -> {rep: us}
-    rows, notes, order = [], [], []
+    rows, notes, order, missing = [], [], [], []
     with open(raw_path) as f:
         for line in f:
             line = line.rstrip("\n")
@@ -46,7 +46,7 @@ def summarize(raw_path, csv_path):
                 notes.append(f"{m.group(1)}: {m.group(2)}")
                 continue
             if line.startswith("# missing: "):
-                notes.append(f"{line[11:]}: not installed, left out")
+                missing.append(line[11:])
                 continue
             if not line or line.startswith("#"):
                 continue
@@ -80,6 +80,8 @@ def summarize(raw_path, csv_path):
         w.writerow(["program", "mode", "metric", "value", "unit"])
         for r in rows:
             w.writerow([r[0], r[1], r[2], f"{r[3]:.6g}", r[4]])
+        for m in missing:
+            w.writerow([m, "", "missing", 1, "count"])
     with open(csv_path[:-4] + ".notes", "w") as f:
         f.write("".join(n + "\n" for n in notes))
 
@@ -113,7 +115,10 @@ def table(csv_path):
            "(of them in the audit namespace) | hole pages: faulting / all (guard markers, PROT_NONE) "
            "| exec, no audit | null / no audit | libguard / no audit | libguard / null |",
            "|---|---|---|---|---|---|---|---|---|"]
+    missing = [p for p in order if ("", "missing") in data[p]]
     for p in order:
+        if p in missing:
+            continue
         d = data[p]
         g = lambda mode, metric: d.get((mode, metric))  # noqa: E731
         pages = g("libguard-audit", "hole_pages")
@@ -134,6 +139,8 @@ def table(csv_path):
             f"| {'–' if t is None else f'{t / 1000:.1f} ms'} "
             f"| {ratio(d, 'null-audit', 'no-audit')} | {ratio(d, 'libguard-audit', 'no-audit')} "
             f"| {ratio(d, 'libguard-audit', 'null-audit')} |")
+    if missing:
+        out += ["", "Not in this root, left out: " + ", ".join(f"`{m}`" for m in missing) + "."]
     return out
 
 
