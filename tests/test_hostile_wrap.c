@@ -267,28 +267,28 @@ static void stack_free_arguments(void **state)
 static void attr_arguments(void **state)
 {
 	pthread_attr_t attr;
-	void *mine = malloc(1 << 16), *stack;
+	void *mine = malloc(small_stack), *stack;
 	size_t size;
 
 	(void)state;
-	expect_err(-EINVAL, guard_pthread_attr_init(NULL, 1 << 16, pg), NULL);
+	expect_err(-EINVAL, guard_pthread_attr_init(NULL, small_stack, pg), NULL);
 	expect_err(-EINVAL, guard_pthread_attr_init(&attr, 0, pg), NULL);
 	expect_err(-EINVAL, guard_pthread_attr_init(&attr, PTHREAD_STACK_MIN - 1, pg), NULL);
-	expect_err(-EINVAL, guard_pthread_attr_init(&attr, 1 << 16, 0), NULL);
+	expect_err(-EINVAL, guard_pthread_attr_init(&attr, small_stack, 0), NULL);
 	expect_err(-EINVAL, guard_pthread_attr_init(&attr, SIZE_MAX, pg), NULL);
-	expect_err(-EINVAL, guard_pthread_attr_init(&attr, 1 << 16, SIZE_MAX), NULL);
-	expect_err(-EINVAL, guard_pthread_attr_init(&attr, 1 << 16, SIZE_MAX / 2 + 1), NULL);
+	expect_err(-EINVAL, guard_pthread_attr_init(&attr, small_stack, SIZE_MAX), NULL);
+	expect_err(-EINVAL, guard_pthread_attr_init(&attr, small_stack, SIZE_MAX / 2 + 1), NULL);
 	expect_err(-ENOMEM, guard_pthread_attr_init(&attr, (size_t)1 << 62, pg), NULL);
 	expect_err(-EINVAL, guard_pthread_attr_destroy(NULL), NULL);
 	/* an attribute with no stack, and one with the caller's own */
 	assert_int_equal(pthread_attr_init(&attr), 0);
 	expect_err(-EINVAL, guard_pthread_attr_destroy(&attr), NULL);
-	assert_int_equal(pthread_attr_setstack(&attr, mine, 1 << 16), 0);
+	assert_int_equal(pthread_attr_setstack(&attr, mine, small_stack), 0);
 	expect_err(-EINVAL, guard_pthread_attr_destroy(&attr), NULL);
 	/* left as it was */
 	assert_int_equal(pthread_attr_getstack(&attr, &stack, &size), 0);
 	assert_ptr_equal(stack, mine);
-	assert_int_equal(size, 1 << 16);
+	assert_int_equal(size, small_stack);
 	pthread_attr_destroy(&attr);
 	free(mine);
 }
