@@ -45,6 +45,9 @@ def summarize(raw_path, csv_path):
             if m:
                 notes.append(f"{m.group(1)}: {m.group(2)}")
                 continue
+            if line.startswith("# failed: "):
+                notes.append("FAILED " + line[10:])
+                continue
             if line.startswith("# missing: "):
                 missing.append(line[11:])
                 continue
