@@ -6,7 +6,8 @@
  * $LIBGUARD_ELF_PROBE_OUT:
  *
  *   pid=P objects=N vmas=V file_holes=H holes_loaded=HL holes_other=HO
- *   hole_pages=HP faulting=F guard_marked=G prot_none=PN
+ *   hole_pages=HP faulting=F guard_marked=G prot_none=PN unmapped=U occupied=O
+ *   should_fault=S should_fault_faulting=SF
  *
  * objects: ELF objects of the program's namespace (dl_iterate_phdr(), the
  * vDSO left out); vmas: lines of /proc/self/maps; file_holes: `---p` VMAs
@@ -20,7 +21,12 @@
  * faulting: how many of them fault on a read, each page tried in a forked
  * child (native guards survive fork); guard_marked: how many carry a
  * guard marker (/proc/self/pagemap bit 58); prot_none: how many lie in a
- * VMA without access. The probe's own mappings are not counted (it is
+ * VMA without access; unmapped: in no VMA at all (the program and ld.so
+ * are mapped by the kernel, which leaves their gaps unmapped, not
+ * PROT_NONE); occupied: in an accessible VMA without a guard marker (a
+ * later mapping placed in such an unmapped gap, which is then no hole of
+ * the object); should_fault: the others, and should_fault_faulting how
+ * many of them do (every one, or the hole leaks). The probe's own mappings are not counted (it is
  * linked for 4 KiB pages: it has no holes of its own).
  *
  * It links nothing but libc, so that it changes nothing it measures.
@@ -109,6 +115,13 @@ struct vma {
 static struct vma vmas[MAX_VMAS];
 static size_t nvmas;
 
+/* Each hole page, with what is there now. */
+enum { C_UNMAPPED, C_PROT_NONE, C_GUARDED, C_OCCUPIED, NCAT };
+#define MAX_PAGES 65536
+static uintptr_t pages[MAX_PAGES];
+static unsigned char cat[MAX_PAGES];
+static size_t npages;
+
 static sigjmp_buf jump;
 
 static void on_fault(int sig)
@@ -124,7 +137,9 @@ static char read_faults(uintptr_t addr)
 	return 0;
 }
 
-/* How many hole pages fault on a read, tried in a child. -1 on error. */
+static unsigned char faults[MAX_PAGES];
+
+/* How many hole pages fault on a read (faults[] per page), tried in a child. -1 on error. */
 static long count_faulting(void)
 {
 	sigset_t chld, old;
@@ -132,7 +147,7 @@ static long count_faulting(void)
 	int fds[2], status;
 	pid_t pid;
 
-	if (!nholes)
+	if (!npages)
 		return 0;
 	if (pipe(fds))
 		return -1;
@@ -153,18 +168,23 @@ static long count_faulting(void)
 		sigaction(SIGSEGV, &sa, NULL);
 		sigaction(SIGBUS, &sa, NULL);
 		close(fds[0]);
-		for (size_t i = 0; i < nholes; i++)
-			for (uintptr_t a = holes[i].start; a < holes[i].end; a += page) {
-				char f = read_faults(a);
+		for (size_t i = 0; i < npages; i++) {
+			char f = read_faults(pages[i]);
 
-				if (write(fds[1], &f, 1) != 1)
-					_exit(1);
-			}
+			if (write(fds[1], &f, 1) != 1)
+				_exit(1);
+		}
 		_exit(0);
 	}
 	close(fds[1]);
-	for (char f; read(fds[0], &f, 1) == 1;)
+	for (size_t i = 0; i < npages; i++) {
+		char f;
+
+		if (read(fds[0], &f, 1) != 1)
+			break;
+		faults[i] = f;
 		n += f;
+	}
 	close(fds[0]);
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
 		n = -1;
@@ -184,8 +204,9 @@ __attribute__((destructor)) static void probe_at_exit(void)
 {
 	const char *out = getenv("LIBGUARD_ELF_PROBE_OUT");
 	long file_holes = 0, holes_loaded = 0, holes_other = 0, hole_pages = 0, faulting;
-	long guard_marked = 0, prot_none = 0, vma_count = 0;
-	char line[4096], msg[512];
+	long guard_marked = 0, prot_none = 0, vma_count = 0, ncat[NCAT] = { 0 };
+	long should_fault_faulting = 0;
+	char line[4096], msg[640];
 	FILE *f;
 	int pm, fd, len;
 
@@ -219,8 +240,9 @@ __attribute__((destructor)) static void probe_at_exit(void)
 
 	pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	for (size_t i = 0; i < nholes; i++)
-		for (uintptr_t a = holes[i].start; a < holes[i].end; a += page) {
+		for (uintptr_t a = holes[i].start; a < holes[i].end && npages < MAX_PAGES; a += page) {
 			uint64_t ent = 0;
+			int c = C_UNMAPPED;
 
 			hole_pages++;
 			if (pm >= 0 && pread(pm, &ent, sizeof(ent), (off_t)(a / page * 8)) == sizeof(ent) &&
@@ -229,18 +251,28 @@ __attribute__((destructor)) static void probe_at_exit(void)
 			for (size_t v = 0; v < nvmas; v++)
 				if (a >= vmas[v].start && a < vmas[v].end) {
 					prot_none += vmas[v].none;
+					c = vmas[v].none ? C_PROT_NONE : (ent >> 58 & 1) ? C_GUARDED : C_OCCUPIED;
 					break;
 				}
+			pages[npages] = a;
+			cat[npages++] = (unsigned char)c;
 		}
 	if (pm >= 0)
 		close(pm);
 	faulting = count_faulting();
+	for (size_t i = 0; i < npages; i++) {
+		ncat[cat[i]]++;
+		if (cat[i] != C_OCCUPIED && faulting >= 0)
+			should_fault_faulting += faults[i];
+	}
 
 	len = snprintf(msg, sizeof(msg),
 		       "pid=%d objects=%zu vmas=%ld file_holes=%ld holes_loaded=%ld holes_other=%ld "
-		       "hole_pages=%ld faulting=%ld guard_marked=%ld prot_none=%ld\n",
+		       "hole_pages=%ld faulting=%ld guard_marked=%ld prot_none=%ld unmapped=%ld "
+		       "occupied=%ld should_fault=%ld should_fault_faulting=%ld\n",
 		       (int)getpid(), nobjects, vma_count, file_holes, holes_loaded, holes_other,
-		       hole_pages, faulting, guard_marked, prot_none);
+		       hole_pages, faulting, guard_marked, prot_none, ncat[C_UNMAPPED],
+		       ncat[C_OCCUPIED], hole_pages - ncat[C_OCCUPIED], should_fault_faulting);
 	fd = open(out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		if (write(fd, msg, (size_t)len) != len)

@@ -115,7 +115,7 @@ def ratio(d, mode, base):
 def table(csv_path):
     order, data = load(csv_path)
     out = ["| program | objects | VMAs: no audit / null audit / libguard | `---p` file holes: no audit → libguard "
-           "(of them in the audit namespace) | hole pages: faulting / all (guard markers, PROT_NONE) "
+           "(of them in the audit namespace) | hole pages that must fault: faulting / all (guard markers, PROT_NONE, unmapped); occupied by other mappings "
            "| exec, no audit | null / no audit | libguard / no audit | libguard / null |",
            "|---|---|---|---|---|---|---|---|---|"]
     missing = [p for p in order if ("", "missing") in data[p]]
@@ -124,12 +124,15 @@ def table(csv_path):
             continue
         d = data[p]
         g = lambda mode, metric: d.get((mode, metric))  # noqa: E731
-        pages = g("libguard-audit", "hole_pages")
-        fault = g("libguard-audit", "faulting")
+        pages = g("libguard-audit", "should_fault")
+        fault = g("libguard-audit", "should_fault_faulting")
+        if pages is None:  # a probe from before should_fault: every hole page
+            pages, fault = g("libguard-audit", "hole_pages"), g("libguard-audit", "faulting")
         ok = "✅" if pages is not None and fault == pages else "❌"
         if not pages:
             ok = ""
-        base_fault = g("no-audit", "faulting")
+        base_fault = g("no-audit", "should_fault_faulting")
+        base_pages = g("no-audit", "should_fault")
         t = g("no-audit", "exec_us")
         out.append(
             f"| `{p}` | {fmt_int(g('no-audit', 'objects'))} "
@@ -138,7 +141,9 @@ def table(csv_path):
             f"| {fmt_int(g('no-audit', 'file_holes'))} → {fmt_int(g('libguard-audit', 'file_holes'))} "
             f"({fmt_int(g('libguard-audit', 'holes_other'))}) "
             f"| {fmt_int(fault)} / {fmt_int(pages)} {ok} ({fmt_int(g('libguard-audit', 'guard_marked'))}, "
-            f"{fmt_int(g('libguard-audit', 'prot_none'))}); without audit {fmt_int(base_fault)} "
+            f"{fmt_int(g('libguard-audit', 'prot_none'))}, {fmt_int(g('libguard-audit', 'unmapped'))}); "
+            f"{fmt_int(g('libguard-audit', 'occupied'))}; without audit {fmt_int(base_fault)} / "
+            f"{fmt_int(base_pages)} "
             f"| {'–' if t is None else f'{t / 1000:.1f} ms'} "
             f"| {ratio(d, 'null-audit', 'no-audit')} | {ratio(d, 'libguard-audit', 'no-audit')} "
             f"| {ratio(d, 'libguard-audit', 'null-audit')} |")
