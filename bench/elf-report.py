@@ -126,10 +126,11 @@ def table(csv_path):
         g = lambda mode, metric: d.get((mode, metric))  # noqa: E731
         pages = g("libguard-audit", "should_fault")
         fault = g("libguard-audit", "should_fault_faulting")
-        if pages is None:  # a probe from before should_fault: every hole page
+        judged = pages is not None
+        if not judged:  # a probe from before should_fault: every hole page, occupied ones too
             pages, fault = g("libguard-audit", "hole_pages"), g("libguard-audit", "faulting")
         ok = "✅" if pages is not None and fault == pages else "❌"
-        if not pages:
+        if not pages or not judged:
             ok = ""
         base_fault = g("no-audit", "should_fault_faulting")
         base_pages = g("no-audit", "should_fault")
