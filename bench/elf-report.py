@@ -22,7 +22,8 @@ import statistics
 import sys
 
 MODES = ["no-audit", "null-audit", "libguard-audit"]
-RUNS = ["vm-patched-arm64", "vm-stock-arm64", "host"]
+# vm-patched-arm64-image: a run in tests/vm/run's arm64 image (before bench/elf-holes --vm could be used)
+RUNS = ["vm-patched-arm64", "vm-patched-arm64-image", "vm-stock-arm64", "host"]
 RATIOS = [("null-audit", "no-audit"), ("libguard-audit", "no-audit"),
           ("libguard-audit", "null-audit")]
 
