@@ -15,6 +15,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/*
+ * For headers older than these calls. System calls from 424 on have one
+ * number on every architecture (x86-64 and arm64 alike), but for the
+ * ones that offset their whole table: refuse those rather than guess.
+ */
+#if !defined(__NR_pidfd_open) || !defined(__NR_process_madvise)
+#if defined(__alpha__) || defined(__ia64__) || defined(__mips__)
+#error "headers without pidfd_open or process_madvise, on an architecture that numbers them apart"
+#endif
+#endif
 #ifndef __NR_pidfd_open
 #define __NR_pidfd_open 434
 #endif

@@ -3,8 +3,9 @@
  * libguard-audit.so on real programs: a program that dlopen()s the 64 KiB
  * layout library has 8 VMAs for it without the module and 5 with it where
  * the kernel has native file guards (8 elsewhere), with every hole page
- * faulting either way; /bin/true and ls run unharmed; the verbose summary;
- * no /proc access for objects without holes.
+ * faulting either way; /bin/true and ls run unharmed; the verbose summary
+ * (silent where no system library has holes, as on amd64); no /proc
+ * access for objects without holes.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -105,16 +106,34 @@ static void dlopen_program(void **state)
 	printf("# libtest64k.so VMAs: %d without the audit module, %d with it\n", v0, v1);
 }
 
-/* Programs with no holes: they run as before and the module says nothing. */
+/*
+ * System programs run as before. Debian's amd64 objects have no holes and
+ * the module says nothing; its arm64 ones (laid out for 64 KiB pages) have
+ * holes on a 4 KiB-page kernel, and it says one line for each, libc's
+ * among them. Which case this is: the holes of our own libc, the one
+ * /bin/true loads too.
+ */
 static void plain_programs(void **state)
 {
 	char cmd[1024], out[1 << 16];
+	int libc_holes = guard_elf_segments((const void *)fopen, GUARD_ELF_COUNT);
 
 	(void)state;
+	printf("# holes in this libc: %d\n", libc_holes);
+	assert_true(libc_holes >= 0);
 	snprintf(cmd, sizeof(cmd), "LIBGUARD_AUDIT_VERBOSE=1 LD_AUDIT=%s /bin/true 2>&1",
 		 env_path("LIBGUARD_AUDIT"));
 	assert_int_equal(run(cmd, out, sizeof(out)), 0);
-	assert_string_equal(out, "");
+	show("/bin/true, verbose", out);
+	if (!libc_holes) {
+		assert_string_equal(out, "");
+	} else {
+		assert_non_null(strstr(out, "libc.so.6: "));
+		for (const char *l = out; *l; l += strcspn(l, "\n") + !!l[strcspn(l, "\n")]) {
+			assert_int_equal(strncmp(l, "libguard-audit: ", 16), 0);
+			assert_true(memmem(l, strcspn(l, "\n"), " hole(s), ", 10) != NULL);
+		}
+	}
 	snprintf(cmd, sizeof(cmd), "LD_AUDIT=%s ls / 2>&1", env_path("LIBGUARD_AUDIT"));
 	assert_int_equal(run(cmd, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "proc"));

@@ -177,7 +177,7 @@ static int child_calls_everything(void)
 	s = guard_stack(16 * pg, pg, 0);
 	if (!s || guard_stack_free(s, 16 * pg))
 		return 10;
-	if (guard_pthread_attr_init(&attr, 64 * 1024, pg) || guard_pthread_attr_destroy(&attr))
+	if (guard_pthread_attr_init(&attr, small_stack, pg) || guard_pthread_attr_destroy(&attr))
 		return 11;
 	n = guard_elf_segments(NULL, GUARD_ELF_COUNT);
 	if (n < 0 && n != -EOPNOTSUPP && n != -ENOENT)

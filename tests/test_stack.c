@@ -186,16 +186,16 @@ static void attr_helpers(void **state)
 	(void)state;
 	skip_under("ThreadSanitizer", TSAN_SMALL_STACKS);
 	errno = 3;
-	assert_int_equal(guard_pthread_attr_init(NULL, 64 << 10, pg), -EINVAL);
+	assert_int_equal(guard_pthread_attr_init(NULL, small_stack, pg), -EINVAL);
 	assert_int_equal(guard_pthread_attr_init(&attr, PTHREAD_STACK_MIN - 1, pg), -EINVAL);
-	assert_int_equal(guard_pthread_attr_init(&attr, 64 << 10, 0), -EINVAL);
+	assert_int_equal(guard_pthread_attr_init(&attr, small_stack, 0), -EINVAL);
 	assert_int_equal(guard_pthread_attr_init(&attr, SIZE_MAX, pg), -EINVAL);
-	assert_int_equal(guard_pthread_attr_init(&attr, 64 << 10, SIZE_MAX), -EINVAL);
+	assert_int_equal(guard_pthread_attr_init(&attr, small_stack, SIZE_MAX), -EINVAL);
 	assert_int_equal(errno, 3);
 	/* sizes are rounded up to pages */
-	assert_int_equal(guard_pthread_attr_init(&attr, (64 << 10) + 1, 1), 0);
+	assert_int_equal(guard_pthread_attr_init(&attr, small_stack + 1, 1), 0);
 	assert_int_equal(pthread_attr_getstack(&attr, &stack, &size), 0);
-	assert_int_equal(size, (64 << 10) + pg);
+	assert_int_equal(size, small_stack + pg);
 	assert_int_equal(page_prot((char *)stack - 1), want_native(T_ANON) ? PROT_READ | PROT_WRITE
 									   : PROT_NONE);
 	assert_int_equal(pthread_create(&t, NULL, where_am_i, NULL), 0);
@@ -254,7 +254,7 @@ static void *overflower(void *arg)
 /* A thread recursing without end, in a child: SIGSEGV inside the guard. */
 static void overflow_hits_guard(void **state)
 {
-	size_t size = 64 << 10, guard = 16 * pg;
+	size_t size = small_stack, guard = 16 * pg;
 	void *info[2], *fault = NULL;
 	int fds[2], status;
 	pid_t pid;

@@ -23,13 +23,15 @@
 #define TMPFS_MAGIC_ 0x01021994
 #define RAMFS_MAGIC_ 0x858458f6
 
-size_t pg;
+size_t pg, small_stack;
 
 void guardtest_init(void)
 {
 	const char *scratch = getenv("LIBGUARD_SCRATCH");
 
 	pg = (size_t)sysconf(_SC_PAGESIZE);
+	small_stack = (size_t)PTHREAD_STACK_MIN > (64 << 10) ? (size_t)PTHREAD_STACK_MIN : 64 << 10;
+	small_stack = (small_stack + pg - 1) & ~(pg - 1);
 	if (scratch && *scratch)
 		setenv("LIBGUARD_PROBE_DIR", scratch, 0);
 	setvbuf(stdout, NULL, _IONBF, 0);

@@ -22,6 +22,11 @@ struct tmap {
 };
 
 extern size_t pg;
+/*
+ * The small thread stack the tests use: 64 KiB, or PTHREAD_STACK_MIN
+ * where glibc wants more (arm64: 128 KiB), in whole pages.
+ */
+extern size_t small_stack;
 
 /* Call first in main(): page size, LIBGUARD_PROBE_DIR from LIBGUARD_SCRATCH. */
 void guardtest_init(void);
