@@ -246,7 +246,7 @@ def cell(d, b, mode, n, metric):
     return fmt(v, unit) + (f" (±{s / 2:.0f}{spread})" if s is not None else "")
 
 
-def targets(d):
+def targets(d, run="host"):
     """[(target, value text, met: True/False/None)] for one run."""
     out = []
     # 1: native VMA count constant in N
@@ -317,12 +317,17 @@ def targets(d):
             continue
         txt = cell(d, b, "libguard-native", n, "overhead_pct")
         hole = d.get((b, "native", n, "hole_check_pct"))
+        met = v <= 5
         if v > 5:
             txt += f" — over by {v - 5:.1f} pp"
             if hole is not None:
                 txt += (f"; floor: the hole check alone (msync) costs "
                         f"{cell(d, b, 'native', n, 'hole_check_pct')}")
-        out.append((f"overhead: {what} within 5% of raw", txt, v <= 5))
+                if v - hole <= 5:
+                    # the issue's "or argued with a measured floor": neither met nor missed
+                    txt += f", the rest {v - hole:.1f} pp: argued by the floor"
+                    met = None
+        out.append((f"overhead: {what} within 5% of raw", txt, met))
         if (b, "libguard-look", n, "overhead_pct") in d:
             out.append((f"(context) overhead: {b}: guard_install(0), which looks first, vs raw / "
                         "the look alone (PAGEMAP_SCAN) / a null system call",
@@ -354,8 +359,12 @@ def targets(d):
            for b in AUDIT_EXEC if (b, "libguard-audit", 0, "unsupported") not in d]
     got = [(p, v) for p, v in got if v is not None]
     if got:
-        out.append((name, ", ".join(f"{p} {v:+.1f}%" for p, v in got),
-                    all(v <= 2 for _, v in got)))
+        # Under TCG an exec is emulated ld.so work, and --quick has few runs:
+        # the target is judged on the host, where the programs run natively.
+        tcg = run != "host"
+        out.append((name, ", ".join(f"{p} {v:+.1f}%" for p, v in got)
+                    + (" (TCG, --quick: context only)" if tcg else ""),
+                    None if tcg else all(v <= 2 for _, v in got)))
         for what, metric in (("CPU time", "cpu_vs_null-audit_pct"),
                              ("against the null module needing libc, median exec time",
                               "vs_null-audit-libc_pct"),
@@ -452,7 +461,7 @@ def report(results):
             "interquartile range (the CSVs also have the min–max `_range`); ratios are taken repetition by repetition between modes that "
             "ran side by side. Under TCG (vm-*) absolute times mean nothing; ratios show the "
             "shape.", "", "## Targets", ""]
-    per_run = {r: targets(data[r]) for r in order}
+    per_run = {r: targets(data[r], r) for r in order}
     names = []
     for r in order:
         for t, _, _ in per_run[r]:

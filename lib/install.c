@@ -139,13 +139,18 @@ int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
  * page the kernel can't guard natively, goes out of line under
  * LG_KEEP_ERRNO.
  */
-static inline bool native_page(uintptr_t start, uintptr_t end, unsigned int flags,
-			       unsigned int allowed)
+static inline bool native_ok(unsigned int flags, unsigned int allowed)
 {
 	unsigned int w = __atomic_load_n(&lg_probed_word, __ATOMIC_ACQUIRE);
 
-	return LG_HAVE_RAW_SYSCALL && end - start == lg_page_size() && !(flags & ~allowed) &&
+	return LG_HAVE_RAW_SYSCALL && !(flags & ~allowed) &&
 	       (w & (LG_PROBED | LG_FORCED)) == LG_PROBED && (w & GUARD_CAP_NATIVE_MASK);
+}
+
+static inline bool native_page(uintptr_t start, uintptr_t end, unsigned int flags,
+			       unsigned int allowed)
+{
+	return end - start == lg_page_size() && native_ok(flags, allowed);
 }
 
 static __attribute__((noinline)) int install_slow(uintptr_t start, uintptr_t end,
@@ -230,10 +235,17 @@ LG_EXPORT LG_HOT int guard_remove(void *addr, size_t len, unsigned int flags)
 
 	if (ret)
 		return ret;
-	/* One page, no fallback records: the kernel removes it, or fails having done nothing. */
-	if (native_page((uintptr_t)addr, end, flags, GUARD_NATIVE) &&
-	    ((flags & GUARD_NATIVE) || !lg_fallback_any())) {
-		ret = lg_madvise(addr, end - (uintptr_t)addr, MADV_GUARD_REMOVE);
+	/*
+	 * Native guards only, no fallback records: one page the kernel removes
+	 * or fails on having done nothing; a longer range is checked for holes
+	 * first (remove_checked() says why), all by raw system calls.
+	 */
+	if (native_ok(flags, GUARD_NATIVE) && ((flags & GUARD_NATIVE) || !lg_fallback_any())) {
+		size_t len = end - (uintptr_t)addr;
+
+		ret = len == lg_page_size() ? 0 : lg_range_mapped(addr, len);
+		if (!ret)
+			ret = lg_madvise(addr, len, MADV_GUARD_REMOVE);
 		return ret != -EINVAL ? ret : remove_refused((uintptr_t)addr, end);
 	}
 	return remove_slow((uintptr_t)addr, end, flags);

@@ -136,7 +136,17 @@ static inline int lg_madvise(void *addr, size_t len, int advice)
 int lg_mprotect(void *addr, size_t len, int prot);
 int lg_pidfd_self(void);
 long lg_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice);
-int lg_range_mapped(const void *addr, size_t len);
+/* msync(MS_ASYNC) does nothing but walk the VMAs: -ENOMEM on a hole. */
+static inline int lg_range_mapped(const void *addr, size_t len)
+{
+#if LG_HAVE_RAW_SYSCALL
+	long ret = lg_raw_syscall(__NR_msync, (long)addr, (long)len, MS_ASYNC, 0, 0, 0);
+
+	return ret < 0 ? (int)ret : 0;
+#else
+	return msync((void *)addr, len, MS_ASYNC) ? -errno : 0;
+#endif
+}
 /* Page-align the arguments of a public call: -EINVAL, or 0 and *end set. */
 static inline int lg_check_range(const void *addr, size_t len, uintptr_t *end)
 {

@@ -61,11 +61,6 @@ long lg_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice
 	return ret < 0 ? -errno : ret;
 }
 
-/* msync(MS_ASYNC) does nothing but walk the VMAs: ENOMEM on a hole. */
-int lg_range_mapped(const void *addr, size_t len)
-{
-	return msync((void *)addr, len, MS_ASYNC) ? -errno : 0;
-}
 
 
 int lg_vma_open(void)
