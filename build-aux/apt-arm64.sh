@@ -38,6 +38,7 @@ lg_apt_arm64() {
 # (bookworm main), for tools such as debootstrap that need one.
 lg_debian_mirror() {
 	local uri
+	# shellcheck disable=SC2016 # apt's own $(FIELD) placeholders
 	uri=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' |
 		awk '$2 == "bookworm" && $3 == "main" { print $1; exit }')
 	[ -n "$uri" ] || die "the host's apt sources have no Debian bookworm main archive"
