@@ -24,11 +24,13 @@
  * ns_null_syscall); for installs the PAGEMAP_SCAN of the range that
  * guard_install(0) does (ns_pagemap_scan); for removals of more than one
  * page the hole check guard_remove() makes so that a range with a hole is
- * refused before any guard is gone (msync(MS_ASYNC), ns_hole_check).
+ * refused before any guard is gone (msync(MS_ASYNC), ns_hole_check); for
+ * guard_map_anon(), the lock its registry takes twice (ns_registry_lock).
  */
 #include "bench.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <guard.h>
 #include <stdbool.h>
@@ -72,12 +74,13 @@ static const struct ocase cases[] = {
 	{ MAP, 16, 1, 2000, 300 },
 };
 
-enum slot { SLOT_RAW, SLOT_LIB, SLOT_LOOK, SLOT_NULL, SLOT_SCAN, SLOT_HOLE, NSLOTS };
+enum slot { SLOT_RAW, SLOT_LIB, SLOT_LOOK, SLOT_NULL, SLOT_SCAN, SLOT_HOLE, SLOT_LOCK, NSLOTS };
 static const char *const slot_mode[NSLOTS] = { "native", "libguard-native", "libguard-look",
-					       "native", "native", "native" };
+					       "native", "native", "native", "native" };
 static const char *const floor_metric[NSLOTS] = { [SLOT_NULL] = "ns_null_syscall",
 						  [SLOT_SCAN] = "ns_pagemap_scan",
-						  [SLOT_HOLE] = "ns_hole_check" };
+						  [SLOT_HOLE] = "ns_hole_check",
+						  [SLOT_LOCK] = "ns_registry_lock" };
 
 static int pidfd = -1, pagemap_fd = -1;
 static size_t page;
@@ -124,6 +127,22 @@ static int floor_pass(enum slot slot, const struct iovec *iov, size_t n)
 	return 0;
 }
 
+/*
+ * The floor of guard_map_anon()'s registry, which lets guard_unmap() undo
+ * a mapping from (addr, len): an uncontended mutex taken and released
+ * once to add the entry and once to take it back, per mapping.
+ */
+static int lock_pass(size_t n)
+{
+	static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+
+	for (size_t i = 0; i < 2 * n; i++) {
+		pthread_mutex_lock(&m);
+		pthread_mutex_unlock(&m);
+	}
+	return 0;
+}
+
 /* n mappings of 16 pages and a guard page either side, made and unmade. */
 static int map_pass(bool lib, size_t n)
 {
@@ -154,6 +173,8 @@ static int pass(const struct ocase *c, enum slot slot, const struct iovec *iov, 
 	int advice = c->kind == REMOVE ? MADV_GUARD_REMOVE : MADV_GUARD_INSTALL;
 	unsigned int fresh = c->pages > 1 ? GUARD_FRESH : 0;
 
+	if (slot == SLOT_LOCK)
+		return lock_pass(n);
 	if (slot >= SLOT_NULL)
 		return floor_pass(slot, iov, n);
 	if (c->kind == MAP)
@@ -195,6 +216,8 @@ static int case_slots(const struct ocase *c, enum slot *slots)
 		if (c->kind == REMOVE)
 			slots[k++] = SLOT_HOLE;
 	}
+	if (c->kind == MAP)
+		slots[k++] = SLOT_LOCK;
 	return k;
 }
 
