@@ -44,6 +44,21 @@ static inline int native_install(uintptr_t start, uintptr_t end, unsigned int fl
 	return lg_native_install_range(start, end, flags & GUARD_FRESH);
 }
 
+/* The kernel refused the range natively (EINVAL): the fallback, unless GUARD_NATIVE. */
+static __attribute__((noinline)) int install_refused(uintptr_t start, uintptr_t end,
+						     unsigned int flags, unsigned int *method)
+{
+	LG_KEEP_ERRNO;
+	int ret;
+
+	*method = 0;
+	if (flags & GUARD_NATIVE)
+		return -EOPNOTSUPP;
+	ret = lg_fallback_install(start, end);
+	*method = ret ? 0 : GUARD_METHOD_FALLBACK;
+	return ret;
+}
+
 /* *method: the method that placed the guards, 0 on failure. */
 static inline LG_HOT int install_one(uintptr_t start, uintptr_t end, unsigned int flags,
 				     unsigned int *method)
@@ -61,8 +76,7 @@ static inline LG_HOT int install_one(uintptr_t start, uintptr_t end, unsigned in
 			*method = ret ? 0 : GUARD_METHOD_NATIVE;
 			return ret;
 		}
-		if (flags & GUARD_NATIVE)
-			return -EOPNOTSUPP;
+		return install_refused(start, end, flags, method);
 	}
 	ret = lg_fallback_install(start, end);
 	*method = ret ? 0 : GUARD_METHOD_FALLBACK;
@@ -169,21 +183,6 @@ static __attribute__((noinline)) int remove_slow(uintptr_t start, uintptr_t end,
 	return remove_one(start, end, flags);
 }
 
-/* The kernel refused the page natively (EINVAL): the fallback, as install_one() would. */
-static __attribute__((noinline)) int install_refused(uintptr_t start, uintptr_t end,
-						     unsigned int flags, unsigned int *method)
-{
-	LG_KEEP_ERRNO;
-	int ret;
-
-	*method = 0;
-	if (flags & GUARD_NATIVE)
-		return -EOPNOTSUPP;
-	ret = lg_fallback_install(start, end);
-	*method = ret ? 0 : GUARD_METHOD_FALLBACK;
-	return ret;
-}
-
 /* ... and for a removal, round the VMAs that can't have guards, as native_remove() would. */
 static __attribute__((noinline)) int remove_refused(uintptr_t start, uintptr_t end)
 {
@@ -192,37 +191,39 @@ static __attribute__((noinline)) int remove_refused(uintptr_t start, uintptr_t e
 	return lg_native_remove_around(start, end);
 }
 
-LG_EXPORT LG_HOT int guard_install(void *addr, size_t len, unsigned int flags)
+/* Both install entry points: *how is the method used, 0 on failure. */
+static inline __attribute__((always_inline)) int install_entry(void *addr, size_t len,
+								unsigned int flags,
+								unsigned int *how)
 {
-	unsigned int method;
 	uintptr_t end;
 	int ret = lg_check_range(addr, len, &end);
 
+	*how = 0;
 	if (ret)
 		return ret;
 	if (native_page((uintptr_t)addr, end, flags, GUARD_NATIVE | GUARD_FRESH)) {
 		ret = lg_madvise(addr, end - (uintptr_t)addr, MADV_GUARD_INSTALL);
+		*how = ret ? 0 : GUARD_METHOD_NATIVE;
 		/* EINVAL: this mapping can't have native guards. */
-		return ret != -EINVAL ? ret : install_refused((uintptr_t)addr, end, flags, &method);
+		return ret != -EINVAL ? ret : install_refused((uintptr_t)addr, end, flags, how);
 	}
-	return install_slow((uintptr_t)addr, end, flags, &method);
+	return install_slow((uintptr_t)addr, end, flags, how);
+}
+
+LG_EXPORT LG_HOT int guard_install(void *addr, size_t len, unsigned int flags)
+{
+	unsigned int how;
+
+	return install_entry(addr, len, flags, &how);
 }
 
 LG_EXPORT LG_HOT int guard_install2(void *addr, size_t len, unsigned int flags,
 				    unsigned int *method)
 {
-	unsigned int how = 0;
-	uintptr_t end;
-	int ret = lg_check_range(addr, len, &end);
+	unsigned int how;
+	int ret = install_entry(addr, len, flags, &how);
 
-	if (!ret && native_page((uintptr_t)addr, end, flags, GUARD_NATIVE | GUARD_FRESH)) {
-		ret = lg_madvise(addr, end - (uintptr_t)addr, MADV_GUARD_INSTALL);
-		how = ret ? 0 : GUARD_METHOD_NATIVE;
-		if (ret == -EINVAL)
-			ret = install_refused((uintptr_t)addr, end, flags, &how);
-	} else if (!ret) {
-		ret = install_slow((uintptr_t)addr, end, flags, &how);
-	}
 	if (method)
 		*method = how;
 	return ret;
