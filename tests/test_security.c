@@ -31,6 +31,7 @@
 #include <inttypes.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -342,7 +343,7 @@ static void *writer_run(void *arg)
 	in_writer = 1;
 	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED))
 		for (size_t i = 0; i < w->pages; i++) {
-			w->tries++;
+			__atomic_fetch_add(&w->tries, 1, __ATOMIC_RELAXED);
 			w->wrote += try_write(w->addr + i * pg + 7);
 		}
 	return NULL;
@@ -442,6 +443,9 @@ static void read_only_case(enum ro_kind kind)
 	w.addr = m.addr;
 	w.pages = 4;
 	assert_int_equal(pthread_create(&thread, NULL, writer_run, &w), 0);
+	/* The rounds race a writer that runs: on a busy machine it may start late. */
+	while (!__atomic_load_n(&w.tries, __ATOMIC_RELAXED))
+		sched_yield();
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
 		unsigned int flags = methods[i];
 
