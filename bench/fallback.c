@@ -7,6 +7,11 @@
  *                       guard (what the fallback must do for private
  *                       anonymous memory), mprotect(PROT_READ|PROT_WRITE)
  *                       per removal;
+ *   mprotect-checked:   the same plus one PROCMAP_QUERY per call on a kept
+ *                       /proc/self/maps: the floor of any fallback that,
+ *                       like libguard's, checks with the kernel that the
+ *                       VMA is still the one it protected before acting
+ *                       on its record (issue 18, item 4);
  *   libguard-fallback:  guard_install(GUARD_FALLBACK) / guard_remove().
  * Benchmarks fallback-install-1p/-remove-1p (one-page guards, one page
  * apart) and fallback-install-4p/-remove-4p (four-page guards, four pages
@@ -21,15 +26,38 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <guard.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-enum { MPROTECT, LG_FALLBACK, NMODES };
-static const char *const names[NMODES] = { "mprotect", "libguard-fallback" };
+enum { MPROTECT, CHECKED, LG_FALLBACK, NMODES };
+static const char *const names[NMODES] = { "mprotect", "mprotect-checked", "libguard-fallback" };
+
+/* The uapi of PROCMAP_QUERY (Linux 6.11), which Debian 12's headers lack. */
+struct vma_query {
+	uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size;
+	uint64_t vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define VMA_QUERY_IOCTL _IOWR('f', 17, struct vma_query)
+#define VMA_QUERY_COVERING_OR_NEXT 0x10
+
+static int maps_fd = -1;
+
+/* What the fallback asks the kernel of each range before acting on it. */
+static int check(const void *p)
+{
+	struct vma_query q = { .size = sizeof(q), .query_flags = VMA_QUERY_COVERING_OR_NEXT,
+			       .query_addr = (uintptr_t)p };
+
+	return ioctl(maps_fd, VMA_QUERY_IOCTL, &q) ? errno : 0;
+}
 
 /* Install then remove n guards of gp pages, gp pages apart: ns of each phase. */
 static int run_once(int mode, size_t n, size_t gp, uint64_t *ins, uint64_t *rem)
@@ -43,7 +71,9 @@ static int run_once(int mode, size_t n, size_t gp, uint64_t *ins, uint64_t *rem)
 	for (size_t i = 0; i < n && !ret; i++) {
 		char *p = base + (2 * i + 1) * g;
 
-		if (mode == MPROTECT)
+		if (mode == CHECKED && (ret = check(p)))
+			break;
+		if (mode != LG_FALLBACK)
 			ret = mprotect(p, g, PROT_NONE) || madvise(p, g, MADV_DONTNEED) ? errno : 0;
 		else
 			ret = -guard_install(p, g, GUARD_FALLBACK);
@@ -53,7 +83,9 @@ static int run_once(int mode, size_t n, size_t gp, uint64_t *ins, uint64_t *rem)
 	for (size_t i = 0; i < n && !ret; i++) {
 		char *p = base + (2 * i + 1) * g;
 
-		if (mode == MPROTECT)
+		if (mode == CHECKED && (ret = check(p)))
+			break;
+		if (mode != LG_FALLBACK)
 			ret = mprotect(p, g, PROT_READ | PROT_WRITE) ? errno : 0;
 		else
 			ret = -guard_remove(p, g, GUARD_FALLBACK);
@@ -97,6 +129,8 @@ int main(int argc, char **argv)
 	int mlock_failed = 0;
 
 	bench_parse(argc, argv, &o);
+	/* Without PROCMAP_QUERY (before 6.11) mprotect-checked fails, and says so. */
+	maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (max && atol(max) > ns_set[count - 1])
 		ns_set[count++] = atol(max);
 

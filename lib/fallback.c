@@ -155,15 +155,26 @@ static void carve(uintptr_t start, uintptr_t end)
 			r->edge_lo = false;
 			return;
 		} else {
+			bool last = r->end == end;
+
 			lg_rec_delete(r);
+			if (last)
+				return;	/* nothing else can start below end */
 		}
 	}
 }
 
-/* Insert a new record, joined with the records it continues. */
+/*
+ * Insert a new record, joined with the records it continues. Nothing is
+ * recorded inside it (its part of the plan had no record that held, and
+ * the stale ones are carved out first), so the first record starting at
+ * or above its start is the first above its end.
+ */
 static void insert_joined(const struct lg_rec *rec)
 {
-	struct lg_rec *lo = lg_rec_before(rec->start), *hi = lg_rec_first_above(rec->end);
+	struct lg_rec *lo, *hi;
+
+	lg_rec_around(rec->start, &lo, &hi);
 
 	if (lo && !continues(lo, rec))
 		lo = NULL;

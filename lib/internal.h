@@ -133,7 +133,61 @@ static inline int lg_madvise(void *addr, size_t len, int advice)
 	return madvise(addr, len, advice) ? -errno : 0;
 #endif
 }
-int lg_mprotect(void *addr, size_t len, int prot);
+/*
+ * Sanitizer runtimes keep shadow state per mapping, set by their mmap()
+ * and munmap() interceptors: under them those two go through libc.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LG_RAW_MAPPING 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define LG_RAW_MAPPING 0
+#endif
+#endif
+#ifndef LG_RAW_MAPPING
+#define LG_RAW_MAPPING LG_HAVE_RAW_SYSCALL
+#endif
+/* mmap() of anonymous memory: the address, or -errno (-4095..-1). */
+static inline long lg_mmap_anon(size_t len, int prot, int flags)
+{
+#if LG_RAW_MAPPING
+	return lg_raw_syscall(__NR_mmap, 0, (long)len, prot, flags | MAP_ANONYMOUS, -1, 0);
+#else
+	void *p = mmap(NULL, len, prot, flags | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? -errno : (long)p;
+#endif
+}
+static inline int lg_munmap(void *addr, size_t len)
+{
+#if LG_RAW_MAPPING
+	long ret = lg_raw_syscall(__NR_munmap, (long)addr, (long)len, 0, 0, 0, 0);
+
+	return ret < 0 ? (int)ret : 0;
+#else
+	return munmap(addr, len) ? -errno : 0;
+#endif
+}
+static inline int lg_ioctl(int fd, unsigned long request, void *arg)
+{
+#if LG_HAVE_RAW_SYSCALL
+	long ret = lg_raw_syscall(__NR_ioctl, fd, (long)request, (long)arg, 0, 0, 0);
+
+	return ret < 0 ? (int)ret : 0;
+#else
+	return ioctl(fd, request, arg) < 0 ? -errno : 0;
+#endif
+}
+static inline int lg_mprotect(void *addr, size_t len, int prot)
+{
+#if LG_HAVE_RAW_SYSCALL
+	long ret = lg_raw_syscall(__NR_mprotect, (long)addr, (long)len, prot, 0, 0, 0);
+
+	return ret < 0 ? (int)ret : 0;
+#else
+	return mprotect(addr, len, prot) ? -errno : 0;
+#endif
+}
 int lg_pidfd_self(void);
 long lg_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice);
 /* msync(MS_ASYNC) does nothing but walk the VMAs: -ENOMEM on a hole. */
@@ -329,6 +383,8 @@ void lg_rec_delete(struct lg_rec *rec);
 /* The first record ending above addr / the last starting below it, or NULL. */
 struct lg_rec *lg_rec_first_above(uintptr_t addr);
 struct lg_rec *lg_rec_before(uintptr_t addr);
+/* Both neighbours of addr in one descent: the last record starting below it, the first at or above. */
+void lg_rec_around(uintptr_t addr, struct lg_rec **lo, struct lg_rec **hi);
 extern size_t lg_fallback_live LG_INTERNAL;	/* records held, readable without the lock */
 static inline bool lg_fallback_any(void)
 {

@@ -46,6 +46,7 @@ LG_EXPORT void *guard_map_anon(size_t len, int prot, int flags, size_t guard_bef
 	unsigned int how = 0, m = 0;
 	struct lg_reg reg;
 	char *base, *data;
+	long addr;
 	bool native;
 	int ret = check_args(len, prot, flags, guard_before, guard_after, gflags, &total);
 
@@ -58,9 +59,12 @@ LG_EXPORT void *guard_map_anon(size_t len, int prot, int flags, size_t guard_bef
 		errno = -ret;
 		return MAP_FAILED;
 	}
-	base = mmap(NULL, total, prot, flags | MAP_ANONYMOUS, -1, 0);
-	if (base == MAP_FAILED)
+	addr = lg_mmap_anon(total, prot, flags);
+	if (addr < 0 && addr >= -4095) {
+		errno = (int)-addr;
 		return MAP_FAILED;
+	}
+	base = (char *)addr;
 	data = base + guard_before;
 	reg = (struct lg_reg){ (uintptr_t)data, (uintptr_t)data + rlen, (uintptr_t)base,
 			       (uintptr_t)base + total, LG_REG_MAP };

@@ -8,6 +8,11 @@
  * record stays valid until that record is deleted. Called with lg_lock()
  * held; nodes for splits are reserved first (lg_rec_reserve()) so that
  * no step after a system call can fail.
+ *
+ * Each call makes a few lookups near one address (find the record, check
+ * its neighbours, delete it or insert beside it) with no change to the
+ * tree in between: the last lookup's answer is kept (struct near), so
+ * that only the first of them walks the tree.
  */
 #include "internal.h"
 
@@ -20,6 +25,18 @@ struct node {
 };
 
 static struct node *root;
+
+/*
+ * Two records next to each other in address order, and where the tree
+ * points at the second, from the last walk: valid until a node is
+ * inserted or deleted (the callers may move a record's bounds, which
+ * keeps the order, and so the adjacency, unchanged).
+ */
+static struct {
+	bool valid;
+	struct node *below, *above;	/* NULL: none there */
+	struct node **above_at;
+} near;
 static struct node *spare;	/* reserved nodes, linked through ->right */
 static size_t nspare;
 static uint32_t seed = 2463534242u;
@@ -95,6 +112,7 @@ struct lg_rec *lg_rec_insert(const struct lg_rec *rec)
 	x->rec = *rec;
 	x->left = x->right = NULL;
 	x->prio = next_prio();
+	near.valid = false;
 	while (*at && (*at)->prio >= x->prio)
 		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
 	split(*at, rec->start, &x->left, &x->right);
@@ -107,6 +125,9 @@ void lg_rec_delete(struct lg_rec *rec)
 {
 	struct node **at = &root, *x = (struct node *)rec;
 
+	if (near.valid && near.above == x)
+		at = near.above_at;
+	near.valid = false;
 	while (*at != x)
 		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
 	*at = join(x->left, x->right);
@@ -121,32 +142,62 @@ void lg_rec_delete(struct lg_rec *rec)
 	__atomic_store_n(&lg_fallback_live, lg_fallback_live - 1, __ATOMIC_RELEASE);
 }
 
-struct lg_rec *lg_rec_first_above(uintptr_t addr)
+/*
+ * Walk to the first record ending above addr, keeping it and the one
+ * before it in address order (the last node the walk went right of) in
+ * near. Records are disjoint and sorted, so the end and the start order
+ * them alike.
+ */
+static void walk(uintptr_t addr)
 {
-	struct node *t = root, *best = NULL;
+	struct node **at = &root;
 
-	while (t) {
-		if (t->rec.end > addr) {
-			best = t;
-			t = t->left;
+	near.below = near.above = NULL;
+	near.above_at = NULL;
+	while (*at) {
+		if ((*at)->rec.end > addr) {
+			near.above = *at;
+			near.above_at = at;
+			at = &(*at)->left;
 		} else {
-			t = t->right;
+			near.below = *at;
+			at = &(*at)->right;
 		}
 	}
-	return best ? &best->rec : NULL;
+	near.valid = true;
+}
+
+/* Does near answer for addr: is addr past below's start and before above's end? */
+static bool near_has(uintptr_t addr)
+{
+	return near.valid && (!near.below || near.below->rec.start < addr) &&
+	       (!near.above || near.above->rec.end > addr);
+}
+
+struct lg_rec *lg_rec_first_above(uintptr_t addr)
+{
+	if (!near_has(addr))
+		walk(addr);
+	if (near.below && near.below->rec.end > addr)
+		return &near.below->rec;	/* below holds addr (its bounds moved) */
+	return near.above ? &near.above->rec : NULL;
 }
 
 struct lg_rec *lg_rec_before(uintptr_t addr)
 {
-	struct node *t = root, *best = NULL;
+	if (!near_has(addr))
+		walk(addr);
+	if (near.above && near.above->rec.start < addr)
+		return &near.above->rec;	/* above holds addr */
+	return near.below ? &near.below->rec : NULL;
+}
 
-	while (t) {
-		if (t->rec.start < addr) {
-			best = t;
-			t = t->right;
-		} else {
-			t = t->left;
-		}
-	}
-	return best ? &best->rec : NULL;
+void lg_rec_around(uintptr_t addr, struct lg_rec **lo, struct lg_rec **hi)
+{
+	*lo = lg_rec_before(addr);
+	/* near answers for addr now: above, or the record after it if it holds addr */
+	if (near.above && near.above->rec.start < addr)
+		*hi = lg_rec_first_above(near.above->rec.end);
+	else
+		*hi = near.above ? &near.above->rec : NULL;
 }

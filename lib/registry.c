@@ -133,7 +133,7 @@ int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struc
 
 void lg_reg_unmap(const struct lg_reg *r)
 {
-	munmap((void *)r->start, r->end - r->start);
+	lg_munmap((void *)r->start, r->end - r->start);
 	lg_fallback_forget(r->start, r->end);
 }
 

@@ -42,11 +42,6 @@ size_t lg_page_size_slow(void)
 	return p;
 }
 
-int lg_mprotect(void *addr, size_t len, int prot)
-{
-	return mprotect(addr, len, prot) ? -errno : 0;
-}
-
 int lg_pidfd_self(void)
 {
 	long fd = syscall(__NR_pidfd_open, getpid(), 0);
@@ -102,6 +97,7 @@ static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
 static int procmap_query(int fd, uintptr_t addr, struct lg_vma *vma, char *name, size_t name_size)
 {
 	struct lg_procmap_query q;
+	int ret;
 
 	lg_procmap_request(&q, addr);
 	if (name) {
@@ -109,8 +105,9 @@ static int procmap_query(int fd, uintptr_t addr, struct lg_vma *vma, char *name,
 		q.vma_name_size = (__u32)name_size;
 		name[0] = 0;
 	}
-	if (ioctl(fd, LG_PROCMAP_QUERY, &q))
-		return errno == ENOENT ? 0 : -errno;
+	ret = lg_ioctl(fd, LG_PROCMAP_QUERY, &q);
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
 	lg_procmap_vma(&q, vma);
 	return 1;
 }
