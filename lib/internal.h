@@ -123,12 +123,19 @@ static inline size_t lg_page_size(void)
 
 	return __builtin_expect(p != 0, 1) ? p : lg_page_size_slow();
 }
+#if LG_HAVE_RAW_SYSCALL
+/* A raw system call of up to three arguments that returns 0 or -errno. */
+static inline int lg_sys3(long nr, long a, long b, long c)
+{
+	long ret = lg_raw_syscall(nr, a, b, c, 0, 0, 0);
+
+	return ret < 0 ? (int)ret : 0;
+}
+#endif
 static inline int lg_madvise(void *addr, size_t len, int advice)
 {
 #if LG_HAVE_RAW_SYSCALL
-	long ret = lg_raw_syscall(__NR_madvise, (long)addr, (long)len, advice, 0, 0, 0);
-
-	return ret < 0 ? (int)ret : 0;
+	return lg_sys3(__NR_madvise, (long)addr, (long)len, advice);
 #else
 	return madvise(addr, len, advice) ? -errno : 0;
 #endif
@@ -161,9 +168,7 @@ static inline long lg_mmap_anon(size_t len, int prot, int flags)
 static inline int lg_munmap(void *addr, size_t len)
 {
 #if LG_RAW_MAPPING
-	long ret = lg_raw_syscall(__NR_munmap, (long)addr, (long)len, 0, 0, 0, 0);
-
-	return ret < 0 ? (int)ret : 0;
+	return lg_sys3(__NR_munmap, (long)addr, (long)len, 0);
 #else
 	return munmap(addr, len) ? -errno : 0;
 #endif
@@ -171,9 +176,7 @@ static inline int lg_munmap(void *addr, size_t len)
 static inline int lg_ioctl(int fd, unsigned long request, void *arg)
 {
 #if LG_HAVE_RAW_SYSCALL
-	long ret = lg_raw_syscall(__NR_ioctl, fd, (long)request, (long)arg, 0, 0, 0);
-
-	return ret < 0 ? (int)ret : 0;
+	return lg_sys3(__NR_ioctl, fd, (long)request, (long)arg);
 #else
 	return ioctl(fd, request, arg) < 0 ? -errno : 0;
 #endif
@@ -181,9 +184,7 @@ static inline int lg_ioctl(int fd, unsigned long request, void *arg)
 static inline int lg_mprotect(void *addr, size_t len, int prot)
 {
 #if LG_HAVE_RAW_SYSCALL
-	long ret = lg_raw_syscall(__NR_mprotect, (long)addr, (long)len, prot, 0, 0, 0);
-
-	return ret < 0 ? (int)ret : 0;
+	return lg_sys3(__NR_mprotect, (long)addr, (long)len, prot);
 #else
 	return mprotect(addr, len, prot) ? -errno : 0;
 #endif
@@ -194,9 +195,7 @@ long lg_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice
 static inline int lg_range_mapped(const void *addr, size_t len)
 {
 #if LG_HAVE_RAW_SYSCALL
-	long ret = lg_raw_syscall(__NR_msync, (long)addr, (long)len, MS_ASYNC, 0, 0, 0);
-
-	return ret < 0 ? (int)ret : 0;
+	return lg_sys3(__NR_msync, (long)addr, (long)len, MS_ASYNC);
 #else
 	return msync((void *)addr, len, MS_ASYNC) ? -errno : 0;
 #endif

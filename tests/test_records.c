@@ -16,23 +16,16 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "stress/rng.h"
 
 #define SPACE 4000	/* addresses 0 .. SPACE-1, in units of one */
 #define STEPS 200000
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+static struct rng rng;
 
 static unsigned int below(unsigned int n)
 {
-	return (unsigned int)(next_rand() % n);
+	return (unsigned int)(rng_next(&rng) % n);
 }
 
 /* The model: owner[a] is the record holding address a, or NULL. */
@@ -151,6 +144,7 @@ static void move_bounds(uintptr_t addr)
 static void records_match_a_model(void **state)
 {
 	(void)state;
+	rng_seed(&rng, 18);
 	for (int step = 0; step < STEPS; step++) {
 		uintptr_t addr = below(SPACE);
 
