@@ -146,12 +146,12 @@ int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
 }
 
 /*
- * The hot path of the entry points: one page, native guards by policy.
- * lg_madvise() is a raw system call there (raw_syscall.h), so nothing
- * touches errno and the call needs no saving of it: the kernel's answer
- * is the whole call. Anything else, or a first call (the probe), or a
- * page the kernel can't guard natively, goes out of line under
- * LG_KEEP_ERRNO.
+ * The hot path of the entry points: one page, or a GUARD_FRESH range,
+ * native guards by policy. lg_madvise() is a raw system call there
+ * (raw_syscall.h), so nothing touches errno and the call needs no saving
+ * of it: the kernel's answer is the whole call. Anything else, or a first
+ * call (the probe), or memory the kernel can't guard natively, goes out
+ * of line under LG_KEEP_ERRNO.
  */
 static inline bool native_ok(unsigned int flags, unsigned int allowed)
 {
@@ -159,12 +159,6 @@ static inline bool native_ok(unsigned int flags, unsigned int allowed)
 
 	return LG_HAVE_RAW_SYSCALL && !(flags & ~allowed) &&
 	       (w & (LG_PROBED | LG_FORCED)) == LG_PROBED && (w & GUARD_CAP_NATIVE_MASK);
-}
-
-static inline bool native_page(uintptr_t start, uintptr_t end, unsigned int flags,
-			       unsigned int allowed)
-{
-	return end - start == lg_page_size() && native_ok(flags, allowed);
 }
 
 static __attribute__((noinline)) int install_slow(uintptr_t start, uintptr_t end,
@@ -202,9 +196,22 @@ static inline __attribute__((always_inline)) int install_entry(void *addr, size_
 	*how = 0;
 	if (ret)
 		return ret;
-	if (native_page((uintptr_t)addr, end, flags, GUARD_NATIVE | GUARD_FRESH)) {
-		ret = lg_madvise(addr, end - (uintptr_t)addr, MADV_GUARD_INSTALL);
-		*how = ret ? 0 : GUARD_METHOD_NATIVE;
+	/*
+	 * One page, or a range the caller vouches has no guards yet
+	 * (GUARD_FRESH: lg_native_install_range() says why no look first).
+	 */
+	if (native_ok(flags, GUARD_NATIVE | GUARD_FRESH) &&
+	    ((flags & GUARD_FRESH) || end - (uintptr_t)addr == lg_page_size())) {
+		size_t rlen = end - (uintptr_t)addr;
+
+		ret = lg_madvise(addr, rlen, MADV_GUARD_INSTALL);
+		if (!ret) {
+			*how = GUARD_METHOD_NATIVE;
+			return 0;
+		}
+		/* A longer range may be guarded in part: undo it all. */
+		if (rlen != lg_page_size())
+			lg_madvise(addr, rlen, MADV_GUARD_REMOVE);
 		/* EINVAL: this mapping can't have native guards. */
 		return ret != -EINVAL ? ret : install_refused((uintptr_t)addr, end, flags, how);
 	}
