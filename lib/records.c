@@ -131,8 +131,12 @@ void lg_rec_delete(struct lg_rec *rec)
 	while (*at != x)
 		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
 	*at = join(x->left, x->right);
-	/* A few kept as spares: the next split or insert needs one. */
-	if (nspare < 64) {
+	/*
+	 * Kept as spares, up to as many as there are records (or 64): a
+	 * program that guards and unguards at a steady count then allocates
+	 * nothing, and the memory kept is at most what its records took.
+	 */
+	if (nspare < 64 || nspare < lg_fallback_live) {
 		x->right = spare;
 		spare = x;
 		nspare++;
