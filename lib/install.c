@@ -83,13 +83,6 @@ static inline LG_HOT int install_one(uintptr_t start, uintptr_t end, unsigned in
 	return ret;
 }
 
-int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags, unsigned int *method)
-{
-	unsigned int how;
-
-	return install_one(start, end, flags, method ? method : &how);
-}
-
 static inline LG_HOT int native_remove(uintptr_t start, uintptr_t end)
 {
 	int ret = lg_madvise((void *)start, end - start, MADV_GUARD_REMOVE);
@@ -185,7 +178,34 @@ static __attribute__((noinline)) int remove_refused(uintptr_t start, uintptr_t e
 	return lg_native_remove_around(start, end);
 }
 
-/* Both install entry points: *how is the method used, 0 on failure. */
+/*
+ * An aligned range: *how is the method used, 0 on failure. Inline where
+ * it is one page or a range the caller vouches has no guards yet
+ * (GUARD_FRESH: lg_native_install_range() says why no look first).
+ */
+static inline __attribute__((always_inline)) int install_range(uintptr_t start, uintptr_t end,
+								unsigned int flags,
+								unsigned int *how)
+{
+	*how = 0;
+	if (native_ok(flags, GUARD_NATIVE | GUARD_FRESH) &&
+	    ((flags & GUARD_FRESH) || end - start == lg_page_size())) {
+		int ret = lg_madvise((void *)start, end - start, MADV_GUARD_INSTALL);
+
+		if (!ret) {
+			*how = GUARD_METHOD_NATIVE;
+			return 0;
+		}
+		/* A longer range may be guarded in part: undo it all. */
+		if (end - start != lg_page_size())
+			lg_madvise((void *)start, end - start, MADV_GUARD_REMOVE);
+		/* EINVAL: this mapping can't have native guards. */
+		return ret != -EINVAL ? ret : install_refused(start, end, flags, how);
+	}
+	return install_slow(start, end, flags, how);
+}
+
+/* Both install entry points. */
 static inline __attribute__((always_inline)) int install_entry(void *addr, size_t len,
 								unsigned int flags,
 								unsigned int *how)
@@ -193,29 +213,19 @@ static inline __attribute__((always_inline)) int install_entry(void *addr, size_
 	uintptr_t end;
 	int ret = lg_check_range(addr, len, &end);
 
-	*how = 0;
-	if (ret)
+	if (ret) {
+		*how = 0;
 		return ret;
-	/*
-	 * One page, or a range the caller vouches has no guards yet
-	 * (GUARD_FRESH: lg_native_install_range() says why no look first).
-	 */
-	if (native_ok(flags, GUARD_NATIVE | GUARD_FRESH) &&
-	    ((flags & GUARD_FRESH) || end - (uintptr_t)addr == lg_page_size())) {
-		size_t rlen = end - (uintptr_t)addr;
-
-		ret = lg_madvise(addr, rlen, MADV_GUARD_INSTALL);
-		if (!ret) {
-			*how = GUARD_METHOD_NATIVE;
-			return 0;
-		}
-		/* A longer range may be guarded in part: undo it all. */
-		if (rlen != lg_page_size())
-			lg_madvise(addr, rlen, MADV_GUARD_REMOVE);
-		/* EINVAL: this mapping can't have native guards. */
-		return ret != -EINVAL ? ret : install_refused((uintptr_t)addr, end, flags, how);
 	}
-	return install_slow((uintptr_t)addr, end, flags, how);
+	return install_range((uintptr_t)addr, end, flags, how);
+}
+
+/* For the batches and the wrappers (map_anon.c, map_file.c, stack.c). */
+int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags, unsigned int *method)
+{
+	unsigned int how;
+
+	return install_range(start, end, flags, method ? method : &how);
 }
 
 LG_EXPORT LG_HOT int guard_install(void *addr, size_t len, unsigned int flags)
