@@ -30,7 +30,6 @@
 #include "bench.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <guard.h>
 #include <stdbool.h>
@@ -129,16 +128,19 @@ static int floor_pass(enum slot slot, const struct iovec *iov, size_t n)
 
 /*
  * The floor of guard_map_anon()'s registry, which lets guard_unmap() undo
- * a mapping from (addr, len): an uncontended mutex taken and released
- * once to add the entry and once to take it back, per mapping.
+ * a mapping from (addr, len): the library's mutex (lib/lock.c, a futex
+ * word: one atomic to take, one to give back) taken and released once to
+ * add the entry and once to take it back, per mapping.
  */
 static int lock_pass(size_t n)
 {
-	static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	static int word;
 
 	for (size_t i = 0; i < 2 * n; i++) {
-		pthread_mutex_lock(&m);
-		pthread_mutex_unlock(&m);
+		int c = 0;
+
+		__atomic_compare_exchange_n(&word, &c, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+		__atomic_exchange_n(&word, 0, __ATOMIC_RELEASE);
 	}
 	return 0;
 }

@@ -319,7 +319,7 @@ def targets(d, run="host"):
         txt = cell(d, b, "libguard-native", n, "overhead_pct")
         floor_metric, floor_what = "hole_check_pct", "the hole check alone (msync)"
         if (b, "native", n, floor_metric) not in d:
-            floor_metric, floor_what = "registry_lock_pct", "the registry's lock alone (2 mutex pairs)"
+            floor_metric, floor_what = "registry_lock_pct", "the registry's lock alone (2 lock pairs)"
         hole = d.get((b, "native", n, floor_metric))
         met = v <= 5
         if v > 5:
