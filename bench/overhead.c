@@ -70,7 +70,11 @@ static const struct ocase cases[] = {
 	{ BATCH, 1, 1, 2048, 512 },	 { BATCH, 1, 16, 2048, 512 },
 	{ BATCH, 1, 1024, 4096, 2048 },	 { BATCH, 4, 1, 2048, 512 },
 	{ BATCH, 4, 16, 2048, 512 },	 { BATCH, 4, 1024, 4096, 2048 },
-	{ MAP, 16, 1, 2000, 300 },
+	/*
+	 * Full size under --quick too: at 300 mappings a pass, TCG's scatter
+	 * between repetitions (±3-5 pp) was as large as the 5% it measures.
+	 */
+	{ MAP, 16, 1, 2000, 2000 },
 };
 
 enum slot { SLOT_RAW, SLOT_LIB, SLOT_LOOK, SLOT_NULL, SLOT_SCAN, SLOT_HOLE, SLOT_LOCK, NSLOTS };
