@@ -173,6 +173,7 @@ static inline int lg_munmap(void *addr, size_t len)
 	return munmap(addr, len) ? -errno : 0;
 #endif
 }
+/* An ioctl that returns 0 on success (PROCMAP_QUERY; not PAGEMAP_SCAN, which counts). */
 static inline int lg_ioctl(int fd, unsigned long request, void *arg)
 {
 #if LG_HAVE_RAW_SYSCALL
