@@ -44,40 +44,67 @@
  * (the three-state mutex of Drepper's "Futexes Are Tricky"). An
  * uncontended lock and unlock are one atomic each: a pthread mutex pair
  * costs some 50 instructions more, which guard_map_anon() and
- * guard_unmap() pay twice and every fallback call once (callgrind). The
- * acquire and release orders are what sanitizers see, as with any
- * atomics: TSan takes them as the lock's happens-before.
+ * guard_unmap() pay twice and every fallback call once (callgrind).
+ * Under TSan it is annotated as a mutex, so that its lock-order checks
+ * and reports cover it as they covered the pthread mutex.
  */
 static int word;
 
+#if defined(__SANITIZE_THREAD__)
+#define LG_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LG_TSAN 1
+#endif
+#endif
+#ifdef LG_TSAN
+#include <sanitizer/tsan_interface.h>
+#define TSAN_LOCKING() __tsan_mutex_pre_lock(&word, __tsan_mutex_linker_init)
+#define TSAN_LOCKED() __tsan_mutex_post_lock(&word, __tsan_mutex_linker_init, 0)
+#define TSAN_UNLOCKING() __tsan_mutex_pre_unlock(&word, 0)
+#define TSAN_UNLOCKED() __tsan_mutex_post_unlock(&word, 0)
+#else
+#define TSAN_LOCKING() ((void)0)
+#define TSAN_LOCKED() ((void)0)
+#define TSAN_UNLOCKING() ((void)0)
+#define TSAN_UNLOCKED() ((void)0)
+#endif
+
+/* FUTEX_WAIT or FUTEX_WAKE on the word; errno left as it was. */
 static void futex(int op, int val)
 {
+#if LG_HAVE_RAW_SYSCALL
+	lg_raw_syscall(__NR_futex, (long)&word, op | FUTEX_PRIVATE_FLAG, val, 0, 0, 0);
+#else
+	LG_KEEP_ERRNO;
+
 	syscall(SYS_futex, &word, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+#endif
 }
 
 void lg_lock(void)
 {
 	int c = 0;
 
-	if (__atomic_compare_exchange_n(&word, &c, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		return;
-	if (c != 2)
-		c = __atomic_exchange_n(&word, 2, __ATOMIC_ACQUIRE);
-	while (c) {
-		LG_KEEP_ERRNO;
-
-		futex(FUTEX_WAIT, 2);
-		c = __atomic_exchange_n(&word, 2, __ATOMIC_ACQUIRE);
+	TSAN_LOCKING();
+	if (!__atomic_compare_exchange_n(&word, &c, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED)) {
+		if (c != 2)
+			c = __atomic_exchange_n(&word, 2, __ATOMIC_ACQUIRE);
+		while (c) {
+			futex(FUTEX_WAIT, 2);
+			c = __atomic_exchange_n(&word, 2, __ATOMIC_ACQUIRE);
+		}
 	}
+	TSAN_LOCKED();
 }
 
 void lg_unlock(void)
 {
-	if (__atomic_exchange_n(&word, 0, __ATOMIC_RELEASE) == 2) {
-		LG_KEEP_ERRNO;
-
+	TSAN_UNLOCKING();
+	if (__atomic_exchange_n(&word, 0, __ATOMIC_RELEASE) == 2)
 		futex(FUTEX_WAKE, 1);
-	}
+	TSAN_UNLOCKED();
 }
 
 static void unlock_parent(void)

@@ -29,8 +29,10 @@ static struct node *root;
 /*
  * Two records next to each other in address order, and where the tree
  * points at the second, from the last walk: valid until a node is
- * inserted or deleted (the callers may move a record's bounds, which
- * keeps the order, and so the adjacency, unchanged).
+ * inserted or deleted. Callers may move a record's bounds in place, but
+ * only into space no other record holds and never to an empty record
+ * (fallback.c's carve() and insert_joined()): that keeps the records
+ * sorted and disjoint, and so the two adjacent.
  */
 static struct {
 	bool valid;
@@ -52,6 +54,19 @@ static uint32_t next_prio(void)
 
 int lg_rec_reserve(size_t n)
 {
+	/*
+	 * Spares are kept up to as many as there are records (or 64): a
+	 * program that guards and unguards at a steady count allocates
+	 * nothing, and one that drops its guards gets the memory back. Only
+	 * here, at the start of a call: its own nodes, once reserved, stay.
+	 */
+	while (nspare > n && nspare > 64 && nspare > lg_fallback_live) {
+		struct node *x = spare;
+
+		spare = x->right;
+		nspare--;
+		free(x);
+	}
 	while (nspare < n) {
 		struct node *x = malloc(sizeof(*x));
 
@@ -131,18 +146,10 @@ void lg_rec_delete(struct lg_rec *rec)
 	while (*at != x)
 		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
 	*at = join(x->left, x->right);
-	/*
-	 * Kept as spares, up to as many as there are records (or 64): a
-	 * program that guards and unguards at a steady count then allocates
-	 * nothing, and the memory kept is at most what its records took.
-	 */
-	if (nspare < 64 || nspare < lg_fallback_live) {
-		x->right = spare;
-		spare = x;
-		nspare++;
-	} else {
-		free(x);
-	}
+	/* a spare now: lg_rec_reserve() gives back what is too many */
+	x->right = spare;
+	spare = x;
+	nspare++;
 	__atomic_store_n(&lg_fallback_live, lg_fallback_live - 1, __ATOMIC_RELEASE);
 }
 
