@@ -352,7 +352,7 @@ def targets(d, run="host"):
         fl = d.get((b, "mprotect-checked", worst, "speedup_vs_mprotect"))
         if fl:
             txt += (f"; floor at that N: mprotect + the record check's PROCMAP_QUERY "
-                    f"{1 / fl:.2f}x, the library's own code +{(r - 1 / fl) * 100:.0f}% of mprotect")
+                    f"{1 / fl:.2f}x, the library's own code {(r - 1 / fl) * 100:+.0f}% of mprotect")
         out.append((name, txt, r <= 1.3))
     # 6: mlock linear: twice the guards cost at most 2.5x the time
     a, b2 = (d.get(("mlock", "libguard-fallback", n, "ns_per_guard")) for n in (1000, 2000))
