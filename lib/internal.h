@@ -108,6 +108,28 @@ static inline void lg_restore_errno(int *saved)
 	errno = *saved;
 }
 
+/* Which sanitizer this object is built with (gcc and clang spell it apart). */
+#if defined(__SANITIZE_ADDRESS__)
+#define LG_SANITIZE_ADDRESS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LG_SANITIZE_ADDRESS 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define LG_SANITIZE_THREAD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LG_SANITIZE_THREAD 1
+#endif
+#endif
+#ifndef LG_SANITIZE_ADDRESS
+#define LG_SANITIZE_ADDRESS 0
+#endif
+#ifndef LG_SANITIZE_THREAD
+#define LG_SANITIZE_THREAD 0
+#endif
+
 /*
  * Variables the inline functions below read: hidden, so that they are
  * reached PC-relative, not through the GOT.
@@ -144,14 +166,9 @@ static inline int lg_madvise(void *addr, size_t len, int advice)
  * Sanitizer runtimes keep shadow state per mapping, set by their mmap()
  * and munmap() interceptors: under them those two go through libc.
  */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if LG_SANITIZE_ADDRESS || LG_SANITIZE_THREAD
 #define LG_RAW_MAPPING 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define LG_RAW_MAPPING 0
-#endif
-#endif
-#ifndef LG_RAW_MAPPING
+#else
 #define LG_RAW_MAPPING LG_HAVE_RAW_SYSCALL
 #endif
 /* mmap() of anonymous memory: the address, or -errno (-4095..-1). */

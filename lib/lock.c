@@ -50,14 +50,7 @@
  */
 static int word;
 
-#if defined(__SANITIZE_THREAD__)
-#define LG_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LG_TSAN 1
-#endif
-#endif
-#ifdef LG_TSAN
+#if LG_SANITIZE_THREAD
 #include <sanitizer/tsan_interface.h>
 #define TSAN_LOCKING() __tsan_mutex_pre_lock(&word, __tsan_mutex_linker_init)
 #define TSAN_LOCKED() __tsan_mutex_post_lock(&word, __tsan_mutex_linker_init, 0)
@@ -107,11 +100,6 @@ void lg_unlock(void)
 	TSAN_UNLOCKED();
 }
 
-static void unlock_parent(void)
-{
-	lg_unlock();
-}
-
 /*
  * The child: one thread, the mutex held (taken by the prepare handler in
  * the parent), the parent's fds. A waiter the parent had is not here: a
@@ -125,5 +113,5 @@ static void unlock_child(void)
 
 __attribute__((constructor)) static void register_atfork(void)
 {
-	pthread_atfork(lg_lock, unlock_parent, unlock_child);
+	pthread_atfork(lg_lock, lg_unlock, unlock_child);
 }
