@@ -232,8 +232,9 @@ void *guard_map_anon(size_t len, int prot, int flags, size_t guard_before, size_
  * guards included
  *
  * addr and len are the address the call returned and the len given to it.
- * Returns 0, or -EINVAL (not such a mapping, or a different length:
- * nothing is unmapped).
+ * Returns 0, or -EINVAL (not such a mapping, a different length, or the
+ * kernel no longer shows the mapping the library made there: nothing is
+ * unmapped; see "Only what the library mapped" in guard_map_file(3)).
  */
 int guard_unmap(void *addr, size_t len);
 
@@ -254,7 +255,11 @@ int guard_unmap(void *addr, size_t len);
  */
 void *guard_stack(size_t size, size_t guard_size, unsigned int flags);
 
-/* guard_stack_free - free a stack of guard_stack(): 0, or -EINVAL. */
+/*
+ * guard_stack_free - free a stack of guard_stack(): 0, or -EINVAL (not
+ * such a stack, or no longer the mapping the library made: nothing is
+ * freed; see guard_stack(3)).
+ */
 int guard_stack_free(void *stack, size_t size);
 
 /*

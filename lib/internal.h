@@ -417,6 +417,9 @@ int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec);
 /* Drop the record of [start, end) after the caller unmapped it. */
 void lg_fallback_forget(uintptr_t start, uintptr_t end);
 
+/* query.c: is every page of [start, end) (mapped) a guard that holds? 1, 0, or -errno. */
+int lg_all_guarded(uintptr_t start, uintptr_t end);
+
 /* registry.c: what guard_map_file() and guard_stack() mapped. */
 /* LG_REG_MAP: guard_map_file() and guard_map_anon(), undone by guard_unmap(). */
 enum lg_reg_kind { LG_REG_MAP, LG_REG_STACK };
@@ -424,14 +427,29 @@ struct lg_reg {
 	uintptr_t user, user_end;	/* what the caller got */
 	uintptr_t start, end;		/* the whole mapping, guards included */
 	enum lg_reg_kind kind;
+	/* What the kernel showed of [user, user_end) when it was mapped. */
+	bool shared;
+	uint64_t inode;			/* 0: anonymous */
+	uint64_t off;			/* file offset of user */
+	unsigned int dev_major, dev_minor;
 };
 int lg_reg_add(const struct lg_reg *r);
 /* Remove and return the entry for exactly [user, user_end): -EINVAL if none. */
 int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out);
 /* Unmap a registered mapping and forget everything about it. */
 void lg_reg_unmap(const struct lg_reg *r);
-/* ret == 0: register r (which can still fail); else, or then, unmap it: ret. */
-int lg_reg_finish(const struct lg_reg *r, int ret);
+/*
+ * ret == 0: register r (which can still fail); else, or then, unmap it:
+ * ret. private_anon: r is private anonymous memory (no need to ask the
+ * kernel what backs it).
+ */
+int lg_reg_finish(struct lg_reg *r, bool private_anon, int ret);
+/*
+ * guard_unmap() and guard_stack_free(): unmap the entry for exactly
+ * [user, user_end) if the kernel still shows the mapping the library
+ * made there; if not, forget it and unmap nothing. 0, or -EINVAL.
+ */
+int lg_reg_release(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind);
 /* Slots the registry holds now (0 before its first entry): for tests of its memory. */
 size_t lg_reg_capacity(void);
 

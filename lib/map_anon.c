@@ -66,13 +66,14 @@ LG_EXPORT void *guard_map_anon(size_t len, int prot, int flags, size_t guard_bef
 	}
 	base = (char *)addr;
 	data = base + guard_before;
-	reg = (struct lg_reg){ (uintptr_t)data, (uintptr_t)data + rlen, (uintptr_t)base,
-			       (uintptr_t)base + total, LG_REG_MAP };
+	reg = (struct lg_reg){ .user = (uintptr_t)data, .user_end = (uintptr_t)data + rlen,
+			       .start = (uintptr_t)base, .end = (uintptr_t)base + total,
+			       .kind = LG_REG_MAP };
 	if (guard_after)
 		ret = lg_install_one(reg.user_end, reg.end, gflags | GUARD_FRESH, &how);
 	if (!ret && guard_before)
 		ret = lg_install_one(reg.start, reg.user, gflags | GUARD_FRESH, &m);
-	ret = lg_reg_finish(&reg, ret);
+	ret = lg_reg_finish(&reg, (flags & MAP_TYPE) == MAP_PRIVATE, ret);
 	if (ret) {
 		errno = -ret;
 		return MAP_FAILED;

@@ -84,13 +84,14 @@ LG_EXPORT void *guard_map_file(int fd, off_t offset, size_t len, int prot, int f
 		}
 	}
 	data = base + guard_before;
-	reg = (struct lg_reg){ (uintptr_t)data, (uintptr_t)data + rlen, (uintptr_t)base,
-			       (uintptr_t)base + total, LG_REG_MAP };
+	reg = (struct lg_reg){ .user = (uintptr_t)data, .user_end = (uintptr_t)data + rlen,
+			       .start = (uintptr_t)base, .end = (uintptr_t)base + total,
+			       .kind = LG_REG_MAP };
 	if (guard_after)
 		ret = guard_install(data + rlen, guard_after, GUARD_FRESH);
 	if (!ret && guard_before)
 		ret = guard_install(base, guard_before, GUARD_FRESH);
-	ret = lg_reg_finish(&reg, ret);
+	ret = lg_reg_finish(&reg, false, ret);
 	if (ret)
 		return fail(-ret);
 	errno = saved;
@@ -100,13 +101,10 @@ LG_EXPORT void *guard_map_file(int fd, off_t offset, size_t len, int prot, int f
 LG_EXPORT int guard_unmap(void *addr, size_t len)
 {
 	LG_KEEP_ERRNO;
-	struct lg_reg reg;
 	uintptr_t end;
 	int ret = lg_check_range(addr, len, &end);
 
 	if (!ret)
-		ret = lg_reg_take((uintptr_t)addr, end, LG_REG_MAP, &reg);
-	if (!ret)
-		lg_reg_unmap(&reg);
+		ret = lg_reg_release((uintptr_t)addr, end, LG_REG_MAP);
 	return ret;
 }

@@ -21,6 +21,18 @@
  *
  * fork(): the mutex is held across it (lock.c), so a child sees the table
  * as it was between two calls, never half-rehashed.
+ *
+ * An entry is acted on only while the kernel still shows the mapping it
+ * names (still_ours()): no hole in its extent, the usable part backed by
+ * the same object (anonymous or the same file at the same offset, shared
+ * or private as made), and every guard page still a guard. A caller who
+ * unmapped or moved the memory without us, and whose address went to
+ * another mapping, gets -EINVAL and the newcomer is left alone; the entry
+ * is forgotten. Undetectable, as for the fallback's records: a new
+ * mapping of the same backing in place of the usable part only, the
+ * guards left standing (or, where the kernel reports no native guards, in
+ * place of the whole); and the caller's own race of an munmap() in
+ * another thread against the free.
  */
 #include "internal.h"
 
@@ -110,7 +122,8 @@ static void remove_at(size_t i)
 	nused--;
 }
 
-int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
+/* Remove the entry for exactly [user, user_end); with out, copy it first. */
+static int take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
 {
 	int ret = -EINVAL;
 
@@ -119,7 +132,8 @@ int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struc
 		size_t i = find(slots, nslots, user);
 
 		if (slots[i].user && slots[i].kind == kind && slots[i].user_end == user_end) {
-			*out = slots[i];
+			if (out)
+				*out = slots[i];
 			remove_at(i);
 			ret = 0;
 			/* memory follows use: a failed shrink keeps the larger table */
@@ -131,6 +145,103 @@ int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struc
 	return ret;
 }
 
+/* A copy of the entry for exactly [user, user_end): 0, or -EINVAL if none. */
+static int lookup(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
+{
+	int ret = -EINVAL;
+
+	lg_lock();
+	if (nslots && user) {
+		size_t i = find(slots, nslots, user);
+
+		if (slots[i].user && slots[i].kind == kind && slots[i].user_end == user_end) {
+			*out = slots[i];
+			ret = 0;
+		}
+	}
+	lg_unlock();
+	return ret;
+}
+
+/* Does v hold the object r's usable part was mapped from (protection aside)? */
+static bool same_backing(const struct lg_reg *r, const struct lg_vma *v)
+{
+	return v->shared == r->shared && v->inode == r->inode && v->dev_major == r->dev_major &&
+	       v->dev_minor == r->dev_minor &&
+	       (!r->inode || v->pgoff - v->start == r->off - r->user);
+}
+
+/* Fill in what the kernel shows of r's usable part now: 0 or -errno. */
+static int identify(struct lg_reg *r)
+{
+	struct lg_vma v;
+	int ret;
+
+	lg_lock();
+	ret = lg_vma_at(r->user, &v);
+	lg_unlock();
+	if (ret < 0)
+		return ret;
+	if (ret == 0 || v.start > r->user)
+		return -EFAULT;	/* unmapped at once by another thread */
+	r->shared = v.shared;
+	r->inode = v.inode;
+	r->off = v.inode ? v.pgoff + (r->user - v.start) : 0;
+	r->dev_major = v.dev_major;
+	r->dev_minor = v.dev_minor;
+	return 0;
+}
+
+/* Is r still the mapping the library made? 1, 0, or -errno (see the top). */
+static int still_ours(const struct lg_reg *r)
+{
+	uintptr_t at = r->start;
+	int ret = 1;
+
+	lg_lock();
+	while (ret == 1 && at < r->end) {
+		struct lg_vma v;
+
+		ret = lg_vma_at(at, &v);
+		if (ret == 0 || (ret > 0 && v.start > at))
+			ret = 0;	/* a hole */
+		else if (ret > 0 && v.start < r->user_end && v.end > r->user && !same_backing(r, &v))
+			ret = 0;
+		else if (ret > 0)
+			at = v.end;
+	}
+	lg_unlock();
+	/* the guards: the kernel's word for native ones, the records' for the rest */
+	if (ret == 1 && r->start < r->user)
+		ret = lg_all_guarded(r->start, r->user);
+	if (ret == 1 && r->user_end < r->end)
+		ret = lg_all_guarded(r->user_end, r->end);
+	/* native guards this kernel can't report: the backing has to do */
+	return ret == -EOPNOTSUPP ? 1 : ret;
+}
+
+int lg_reg_release(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind)
+{
+	struct lg_reg r;
+	int ret = lookup(user, user_end, kind, &r);
+
+	if (ret)
+		return ret;	/* none such */
+	ret = still_ours(&r);
+	if (ret < 0)
+		return ret;	/* could not look: the entry stays, nothing unmapped */
+	/* forgotten either way; already gone: another thread freed it meanwhile */
+	if (take(user, user_end, kind, NULL) || !ret)
+		return -EINVAL;
+	lg_reg_unmap(&r);
+	return 0;
+}
+
+int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
+{
+	return take(user, user_end, kind, out);
+}
+
 void lg_reg_unmap(const struct lg_reg *r)
 {
 	lg_munmap((void *)r->start, r->end - r->start);
@@ -138,8 +249,10 @@ void lg_reg_unmap(const struct lg_reg *r)
 }
 
 /* The end of every mapping call: register what ret says worked, or undo it all. */
-int lg_reg_finish(const struct lg_reg *r, int ret)
+int lg_reg_finish(struct lg_reg *r, bool private_anon, int ret)
 {
+	if (!ret && !private_anon)
+		ret = identify(r);
 	if (!ret)
 		ret = lg_reg_add(r);
 	if (ret)

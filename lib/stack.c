@@ -33,12 +33,13 @@ LG_EXPORT void *guard_stack(size_t size, size_t guard_size, unsigned int flags)
 		    -1, 0);
 	if (base == MAP_FAILED)
 		return NULL;
-	reg = (struct lg_reg){ (uintptr_t)base + guard_size, (uintptr_t)base + guard_size + size,
-			       (uintptr_t)base, (uintptr_t)base + total, LG_REG_STACK };
+	reg = (struct lg_reg){ .user = (uintptr_t)base + guard_size,
+			       .user_end = (uintptr_t)base + guard_size + size, .start = (uintptr_t)base,
+			       .end = (uintptr_t)base + total, .kind = LG_REG_STACK };
 	ret = guard_install(base, guard_size, gflags | GUARD_FRESH);
 	if (!ret && above)
 		ret = guard_install(base + guard_size + size, above, gflags | GUARD_FRESH);
-	ret = lg_reg_finish(&reg, ret);
+	ret = lg_reg_finish(&reg, true, ret);
 	if (ret) {
 		errno = -ret;
 		return NULL;
@@ -50,16 +51,13 @@ LG_EXPORT void *guard_stack(size_t size, size_t guard_size, unsigned int flags)
 LG_EXPORT int guard_stack_free(void *base, size_t size)
 {
 	LG_KEEP_ERRNO;
-	struct lg_reg reg;
 	uintptr_t end;
 	int ret = lg_check_range(base, size, &end);
 
 	if (!ret && (size & (lg_page_size() - 1)))
 		ret = -EINVAL;
 	if (!ret)
-		ret = lg_reg_take((uintptr_t)base, end, LG_REG_STACK, &reg);
-	if (!ret)
-		lg_reg_unmap(&reg);
+		ret = lg_reg_release((uintptr_t)base, end, LG_REG_STACK);
 	return ret;
 }
 

@@ -25,6 +25,7 @@
 #include <guard.h>
 
 #include "helpers/guardtest.h"
+#include "helpers/replace.h"
 
 static int all_vmas(void)
 {
@@ -249,6 +250,37 @@ static void mlockall_future(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/*
+ * guard_unmap() after the caller took the mapping away (munmap, or mremap
+ * elsewhere) and another mapping took its address: it must not unmap the
+ * newcomer. -EINVAL, the newcomer untouched, the entry gone.
+ */
+static void anon_replaced(enum replace_how how, int flags)
+{
+	char *p = guard_map_anon(4 * pg, PROT_READ | PROT_WRITE, flags, pg, 2 * pg, 0, NULL);
+	struct replaced r;
+	const char *why;
+
+	assert_ptr_not_equal(p, MAP_FAILED);
+	why = replace_mapping(p - pg, 7 * pg, how, &r);
+	if (why) {
+		printf("# skipped: %s\n", why);
+		guard_unmap(p, 4 * pg);
+		skip();
+	}
+	assert_int_equal(guard_unmap(p, 4 * pg), -EINVAL);
+	assert_true(replaced_intact(&r));
+	assert_int_equal(guard_unmap(p, 4 * pg), -EINVAL);	/* forgotten */
+	assert_true(replaced_intact(&r));
+	replaced_free(&r, 7 * pg);
+}
+
+static void replaced_anon(void **s) { (void)s; anon_replaced(R_ANON, MAP_PRIVATE); }
+static void replaced_memfd(void **s) { (void)s; anon_replaced(R_MEMFD, MAP_PRIVATE); }
+static void replaced_file(void **s) { (void)s; anon_replaced(R_FILE, MAP_PRIVATE); }
+static void replaced_mremap(void **s) { (void)s; anon_replaced(R_MREMAP, MAP_PRIVATE); }
+static void shared_replaced_anon(void **s) { (void)s; anon_replaced(R_ANON, MAP_SHARED); }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -266,6 +298,11 @@ int main(void)
 		cmocka_unit_test(unmap_errors),
 		cmocka_unit_test(many_any_order),
 		cmocka_unit_test(mlockall_future),
+		cmocka_unit_test(replaced_anon),
+		cmocka_unit_test(replaced_memfd),
+		cmocka_unit_test(replaced_file),
+		cmocka_unit_test(replaced_mremap),
+		cmocka_unit_test(shared_replaced_anon),
 	};
 
 	guardtest_init();

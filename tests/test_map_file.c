@@ -25,6 +25,7 @@
 #include <guard.h>
 
 #include "helpers/guardtest.h"
+#include "helpers/replace.h"
 
 static int all_vmas(void)
 {
@@ -236,6 +237,51 @@ static void survives_fork(void **state)
 	close(fd);
 }
 
+/*
+ * guard_unmap() after the caller took the mapping away (munmap, or mremap
+ * elsewhere) and another mapping took its address: it must not unmap the
+ * newcomer. -EINVAL, the newcomer untouched, the entry gone. R_NHOW: the
+ * same file at the same offset again, without the guards.
+ */
+static void file_replaced(enum replace_how how)
+{
+	int fd = file_of(T_SHMEM, 8, NULL);
+	char *p = guard_map_file(fd, 2 * (off_t)pg, 4 * pg, PROT_READ | PROT_WRITE, MAP_SHARED, pg,
+				 pg);
+	struct replaced r;
+	const char *why = NULL;
+
+	assert_ptr_not_equal(p, MAP_FAILED);
+	if (how == R_NHOW) {
+		assert_int_equal(munmap(p - pg, 6 * pg), 0);
+		r = (struct replaced){ .addr = p - pg, .len = 6 * pg, .fd = -1 };
+		assert_ptr_equal(mmap(p - pg, 6 * pg, PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_FIXED_NOREPLACE, fd, (off_t)pg),
+				 p - pg);
+		memset(p - pg, 0xa5, 6 * pg);
+	} else {
+		why = replace_mapping(p - pg, 6 * pg, how, &r);
+	}
+	if (why) {
+		printf("# skipped: %s\n", why);
+		guard_unmap(p, 4 * pg);
+		close(fd);
+		skip();
+	}
+	assert_int_equal(guard_unmap(p, 4 * pg), -EINVAL);
+	assert_true(replaced_intact(&r));
+	assert_int_equal(guard_unmap(p, 4 * pg), -EINVAL);	/* forgotten */
+	assert_true(replaced_intact(&r));
+	replaced_free(&r, 6 * pg);
+	close(fd);
+}
+
+static void replaced_anon(void **s) { (void)s; file_replaced(R_ANON); }
+static void replaced_memfd(void **s) { (void)s; file_replaced(R_MEMFD); }
+static void replaced_file(void **s) { (void)s; file_replaced(R_FILE); }
+static void replaced_mremap(void **s) { (void)s; file_replaced(R_MREMAP); }
+static void replaced_same_file(void **s) { (void)s; file_replaced(R_NHOW); }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +295,11 @@ int main(void)
 		cmocka_unit_test(errors),
 		cmocka_unit_test(unmap_errors),
 		cmocka_unit_test(survives_fork),
+		cmocka_unit_test(replaced_anon),
+		cmocka_unit_test(replaced_memfd),
+		cmocka_unit_test(replaced_file),
+		cmocka_unit_test(replaced_mremap),
+		cmocka_unit_test(replaced_same_file),
 	};
 
 	guardtest_init();

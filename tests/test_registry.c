@@ -42,8 +42,9 @@ static struct lg_reg entry(size_t k, unsigned int gen)
 {
 	uintptr_t user = 0x7f0000000000ul + k * PAGE;
 
-	return (struct lg_reg){ user, user + (1 + (k + gen) % 3) * PAGE, user - PAGE,
-				user + 4 * PAGE, k % 2 ? LG_REG_STACK : LG_REG_MAP };
+	return (struct lg_reg){ .user = user, .user_end = user + (1 + (k + gen) % 3) * PAGE,
+				.start = user - PAGE, .end = user + 4 * PAGE,
+				.kind = k % 2 ? LG_REG_STACK : LG_REG_MAP };
 }
 
 static void take_ok(size_t k, unsigned int gen)

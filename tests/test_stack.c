@@ -26,6 +26,7 @@
 #include <guard.h>
 
 #include "helpers/guardtest.h"
+#include "helpers/replace.h"
 
 /* Why the checks that run threads on 64 KiB stacks skip under TSan. */
 #define TSAN_SMALL_STACKS \
@@ -345,6 +346,51 @@ static void thousand_threads(void **state)
 	free(t);
 }
 
+/*
+ * guard_stack_free() after the caller took the stack away (munmap, or
+ * mremap elsewhere) and another mapping took its address: it must not
+ * unmap the newcomer. -EINVAL, the newcomer untouched, the entry gone.
+ */
+static void stack_replaced(enum replace_how how)
+{
+	char *s = guard_stack(16 * pg, pg, how == R_MREMAP ? GUARD_STACK_ABOVE : 0);
+	size_t total = how == R_MREMAP ? 18 * pg : 17 * pg;
+	struct replaced r;
+	const char *why;
+
+	assert_non_null(s);
+	why = replace_mapping(s - pg, total, how, &r);
+	if (why) {
+		printf("# skipped: %s\n", why);
+		guard_stack_free(s, 16 * pg);
+		skip();
+	}
+	assert_int_equal(guard_stack_free(s, 16 * pg), -EINVAL);
+	assert_true(replaced_intact(&r));
+	assert_int_equal(guard_stack_free(s, 16 * pg), -EINVAL);	/* forgotten */
+	assert_true(replaced_intact(&r));
+	replaced_free(&r, total);
+}
+
+/* A stack whose guard the caller removed is no longer what the library made. */
+static void guard_removed(void **state)
+{
+	char *s = guard_stack(4 * pg, pg, 0);
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(guard_remove(s - pg, pg, 0), 0);
+	assert_int_equal(guard_stack_free(s, 4 * pg), -EINVAL);
+	assert_int_equal(page_prot(s), PROT_READ | PROT_WRITE);	/* left mapped */
+	assert_int_equal(guard_stack_free(s, 4 * pg), -EINVAL);
+	assert_int_equal(munmap(s - pg, 5 * pg), 0);
+}
+
+static void replaced_anon(void **s) { (void)s; stack_replaced(R_ANON); }
+static void replaced_memfd(void **s) { (void)s; stack_replaced(R_MEMFD); }
+static void replaced_file(void **s) { (void)s; stack_replaced(R_FILE); }
+static void replaced_mremap(void **s) { (void)s; stack_replaced(R_MREMAP); }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +400,11 @@ int main(void)
 		cmocka_unit_test(attr_helpers),
 		cmocka_unit_test(overflow_hits_guard),
 		cmocka_unit_test(thousand_threads),
+		cmocka_unit_test(replaced_anon),
+		cmocka_unit_test(replaced_memfd),
+		cmocka_unit_test(replaced_file),
+		cmocka_unit_test(replaced_mremap),
+		cmocka_unit_test(guard_removed),
 	};
 
 	guardtest_init();
