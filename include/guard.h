@@ -27,6 +27,23 @@
 extern "C" {
 #endif
 
+/*
+ * The version of this header; guard_version() gives the library's. Each
+ * function is in the library from the minor version its page's VERSIONS
+ * names (pkg-config --atleast-version=0.3 libguard, or the macro below).
+ */
+#define GUARD_VERSION_MAJOR	0
+#define GUARD_VERSION_MINOR	3
+#define GUARD_VERSION_MICRO	0
+#define GUARD_VERSION_STRING	"0.3.0"
+/* Is this header at least version major.minor? */
+#define GUARD_VERSION_AT_LEAST(major, minor)                                      \
+	(GUARD_VERSION_MAJOR > (major) ||                                         \
+	 (GUARD_VERSION_MAJOR == (major) && GUARD_VERSION_MINOR >= (minor)))
+
+/* guard_version - the running library's version, "major.minor.micro" (static). */
+const char *guard_version(void);
+
 /* Capabilities of the running kernel, as found by guard_probe(). */
 #define GUARD_CAP_ANON		(1u << 0) /* native guards in private anonymous memory */
 #define GUARD_CAP_SHMEM		(1u << 1) /* ... in shmem (memfd, tmpfs, shared anonymous) */
