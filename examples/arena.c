@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <guard.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +110,7 @@ int main(void)
 	bad = run("memfd", fd, true);
 	close(fd);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		char path[4096];
+		char path[PATH_MAX];
 
 		if (!dirs[i] || !*dirs[i])
 			continue;

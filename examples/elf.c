@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <guard.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,7 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	if (argc > 2) {
-		char cmd[4096];
+		char cmd[PATH_MAX + 256];
 
 		snprintf(cmd, sizeof(cmd), "LIBGUARD_AUDIT_VERBOSE=1 LD_AUDIT=%s /bin/true", argv[2]);
 		printf("elf: %s\n", cmd);

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -96,7 +97,7 @@ static int count_vmas(const char *start, const char *end)
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : getenv("LIBGUARD_SCRATCH");
-	char path[4096], buf[32];
+	char path[PATH_MAX], buf[32];
 	unsigned char vec[PAGES];
 	unsigned int caps, cap;
 	const char *force;

@@ -27,7 +27,7 @@ static int count_vmas(void)
 
 static void *worker(void *arg)
 {
-	char buf[4096];
+	char buf[8 << 10];	/* two pages on most kernels: some stack really used */
 
 	memset(buf, (int)(long)arg, sizeof(buf));	/* use the stack */
 	pthread_barrier_wait(&up);

@@ -9,10 +9,11 @@
  * falls back to mprotect(PROT_NONE) and remembers the protection it
  * replaced, so that guard_remove() can restore it.
  *
- * Conventions: every function returns 0 (or a non-negative value where
- * documented) on success and a negative errno value on failure; no
- * function changes errno, on success or on failure. Every function is
- * thread-safe. See libguard(7) for the two methods and where they differ.
+ * Conventions (libguard(7) states them in full): functions returning int
+ * give 0 (or a non-negative value where documented) or a negative errno
+ * value, and leave errno alone; functions returning a pointer give
+ * MAP_FAILED or NULL with errno set on failure, and leave errno alone on
+ * success. Every function is thread-safe. The man pages are the reference.
  */
 #ifndef LIBGUARD_GUARD_H
 #define LIBGUARD_GUARD_H
@@ -79,16 +80,10 @@ const char *guard_version(void);
  * guard_probe - the guard capabilities of the running kernel
  *
  * Returns a mask of GUARD_CAP_* bits, found once per process (the first
- * call does the work, later and concurrent calls wait for it and return the
- * same answer) by really installing guards in small scratch mappings:
- * private anonymous, a memfd, a temporary file and a read-only descriptor
- * of it, then reading them back through pagemap and PAGEMAP_SCAN, and
- * installing one through process_madvise(). It never parses the kernel
- * version. GUARD_CAP_FILE and GUARD_CAP_READONLY are probed on a file in
- * $LIBGUARD_PROBE_DIR, else $TMPDIR, /var/tmp or /tmp: the first of these
- * that is not tmpfs or ramfs (a file there would test shmem, not the page
- * cache); if none is, the two bits stay clear. LIBGUARD_FORCE_FALLBACK does
- * not change the answer: it is about the kernel, not the policy.
+ * call does the work, 0.5-0.8 ms; later and concurrent calls wait for it
+ * and return the same answer) by installing guards in scratch mappings of
+ * each kind and reading them back; file mappings on a file the process
+ * maps already. Never parses the kernel version. See guard_probe(3).
  */
 unsigned int guard_probe(void);
 
