@@ -19,6 +19,11 @@
  * $LIBGUARD_BENCH_FALLBACK_MAX (e.g. 200000 in a guest whose
  * vm.max_map_count was raised).
  *
+ * fallback-query: one guard_query() over a range holding N one-page
+ * fallback guards one page apart (N = 100, 1000, 2000), against the floor
+ * of one PROCMAP_QUERY per guard ("procmap-per-guard", what the query
+ * cost before issue 30); ns_per_guard.
+ *
  * mlock: N = 1000 and 2000 one-page guards with guard_install(0) in an
  * mlock()ed mapping (native guards are refused there, so every guard falls
  * back); ns_per_guard. Linear means the same per guard at both N.
@@ -119,6 +124,33 @@ static int run_mlock(size_t n, uint64_t *ns)
 	return ret;
 }
 
+/* One guard_query() (or one PROCMAP_QUERY per guard) over n fallback guards. */
+static int run_query(bool floor, size_t n, uint64_t *ns)
+{
+	size_t page = bench_page(), len = 2 * n * page;
+	char *base = bench_map(len);
+	unsigned char *vec = malloc(2 * n);
+	uint64_t t0;
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = -guard_install(base + (2 * i + 1) * page, page, GUARD_FALLBACK);
+	t0 = bench_now_ns();
+	if (!ret && floor)
+		for (size_t i = 0; i < n && !ret; i++)
+			ret = check(base + (2 * i + 1) * page);
+	else if (!ret)
+		ret = -guard_query(base, len, vec);
+	*ns = bench_now_ns() - t0;
+	for (size_t i = 0; !ret && !floor && i < 2 * n; i++)
+		if (vec[i] != (i % 2 ? GUARD_QUERY_FALLBACK : 0))
+			ret = EPROTO;	/* a wrong answer is no measurement */
+	guard_remove(base, len, GUARD_FALLBACK);
+	munmap(base, len);
+	free(vec);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	long ns_set[8] = { 10, 100, 1000, 10000, 30000 };
@@ -172,6 +204,20 @@ int main(int argc, char **argv)
 					bench_emit(rb, names[m], (long)n, "ns_per_guard", rep,
 						   (double)tr / ((double)n * inner), "ns");
 				}
+			}
+		}
+		for (size_t n = 100; n <= 2000 && (!o.only || !strcmp(o.only, "fallback-query"));
+		     n = n == 100 ? 1000 : n + 1000) {
+			for (int floor = 0; floor < 2; floor++) {
+				uint64_t ns = 0;
+				int ret = run_query(floor, n, &ns);
+
+				if (ret)
+					bench_emit("fallback-query", floor ? "procmap-per-guard" : "libguard",
+						   (long)n, "failed_errno", 0, ret, "errno");
+				else
+					bench_emit("fallback-query", floor ? "procmap-per-guard" : "libguard",
+						   (long)n, "ns_per_guard", rep, (double)ns / (double)n, "ns");
 			}
 		}
 		if (o.only && strcmp(o.only, "mlock"))
