@@ -5,6 +5,7 @@
  * guarded that it guarded.
  */
 #include "internal.h"
+#include "valgrind.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -44,16 +45,21 @@ static inline int native_install(uintptr_t start, uintptr_t end, unsigned int fl
 	return lg_native_install_range(start, end, flags & GUARD_FRESH);
 }
 
-/* The kernel refused the range natively (EINVAL): the fallback, unless GUARD_NATIVE. */
+/*
+ * The kernel refused the range natively (EINVAL), or a seccomp filter
+ * refused the advice (err EPERM, ENOSYS): the fallback, unless
+ * GUARD_NATIVE, which gets -EOPNOTSUPP or the filter's error.
+ */
 static __attribute__((noinline)) int install_refused(uintptr_t start, uintptr_t end,
-						     unsigned int flags, unsigned int *method)
+						     unsigned int flags, unsigned int *method,
+						     int err)
 {
 	LG_KEEP_ERRNO;
 	int ret;
 
 	*method = 0;
 	if (flags & GUARD_NATIVE)
-		return -EOPNOTSUPP;
+		return err == -EINVAL ? -EOPNOTSUPP : err;
 	ret = lg_fallback_install(start, end);
 	*method = ret ? 0 : GUARD_METHOD_FALLBACK;
 	return ret;
@@ -72,11 +78,11 @@ static inline LG_HOT int install_one(uintptr_t start, uintptr_t end, unsigned in
 	if (native) {
 		ret = native_install(start, end, flags);
 		/* EINVAL here: this mapping can't have native guards. */
-		if (ret != -EINVAL) {
+		if (ret != -EINVAL && !lg_refused(ret)) {
 			*method = ret ? 0 : GUARD_METHOD_NATIVE;
 			return ret;
 		}
-		return install_refused(start, end, flags, method);
+		return install_refused(start, end, flags, method, ret);
 	}
 	ret = lg_fallback_install(start, end);
 	*method = ret ? 0 : GUARD_METHOD_FALLBACK;
@@ -87,6 +93,8 @@ static inline LG_HOT int native_remove(uintptr_t start, uintptr_t end)
 {
 	int ret = lg_madvise((void *)start, end - start, MADV_GUARD_REMOVE);
 
+	if (__builtin_expect(lg_refused(ret), 0))
+		return lg_native_remove_refused(start, end, ret);
 	return ret == -EINVAL ? lg_native_remove_around(start, end) : ret;
 }
 
@@ -133,9 +141,17 @@ static inline __attribute__((always_inline)) LG_HOT int remove_one(uintptr_t sta
 	return remove_checked(start, end, flags, caps);
 }
 
+/* Removed guards are memory again, for memcheck too (valgrind.h). */
+static inline int unguarded(uintptr_t start, uintptr_t end, int ret)
+{
+	if (!ret && lg_on_valgrind())
+		lg_vg_unguarded(start, end);
+	return ret;
+}
+
 int lg_remove_one(uintptr_t start, uintptr_t end, unsigned int flags)
 {
-	return remove_one(start, end, flags);
+	return unguarded(start, end, remove_one(start, end, flags));
 }
 
 /*
@@ -150,16 +166,20 @@ static inline bool native_ok(unsigned int flags, unsigned int allowed)
 {
 	unsigned int w = __atomic_load_n(&lg_probed_word, __ATOMIC_ACQUIRE);
 
-	return LG_HAVE_RAW_SYSCALL && !(flags & ~allowed) &&
-	       (w & (LG_PROBED | LG_FORCED)) == LG_PROBED && (w & GUARD_CAP_NATIVE_MASK);
+	return LG_HAVE_RAW_SYSCALL && !(flags & ~allowed) && (w & LG_WORD_FLAGS) == LG_PROBED &&
+	       (w & GUARD_CAP_NATIVE_MASK);
 }
 
 static __attribute__((noinline)) int install_slow(uintptr_t start, uintptr_t end,
 						  unsigned int flags, unsigned int *method)
 {
 	LG_KEEP_ERRNO;
+	int ret = install_one(start, end, flags, method);
 
-	return install_one(start, end, flags, method);
+	/* Under valgrind every install comes here (native_ok()): memcheck learns of the guard. */
+	if (!ret && lg_on_valgrind())
+		lg_vg_guarded(start, end);
+	return ret;
 }
 
 static __attribute__((noinline)) int remove_slow(uintptr_t start, uintptr_t end,
@@ -167,7 +187,7 @@ static __attribute__((noinline)) int remove_slow(uintptr_t start, uintptr_t end,
 {
 	LG_KEEP_ERRNO;
 
-	return remove_one(start, end, flags);
+	return unguarded(start, end, remove_one(start, end, flags));
 }
 
 /* ... and for a removal, round the VMAs that can't have guards, as native_remove() would. */
@@ -199,8 +219,9 @@ static inline __attribute__((always_inline)) int install_range(uintptr_t start, 
 		/* A longer range may be guarded in part: undo it all. */
 		if (end - start != lg_page_size())
 			lg_madvise((void *)start, end - start, MADV_GUARD_REMOVE);
-		/* EINVAL: this mapping can't have native guards. */
-		return ret != -EINVAL ? ret : install_refused(start, end, flags, how);
+		/* EINVAL: this mapping can't have native guards; EPERM, ENOSYS: a filter. */
+		return ret != -EINVAL && !lg_refused(ret) ? ret
+							   : install_refused(start, end, flags, how, ret);
 	}
 	return install_slow(start, end, flags, how);
 }
@@ -264,6 +285,8 @@ LG_EXPORT LG_HOT int guard_remove(void *addr, size_t len, unsigned int flags)
 		ret = len == lg_page_size() ? 0 : lg_range_mapped(addr, len);
 		if (!ret)
 			ret = lg_madvise(addr, len, MADV_GUARD_REMOVE);
+		if (__builtin_expect(lg_refused(ret), 0))
+			return lg_native_remove_refused((uintptr_t)addr, end, ret);
 		return ret != -EINVAL ? ret : remove_refused((uintptr_t)addr, end);
 	}
 	return remove_slow((uintptr_t)addr, end, flags);

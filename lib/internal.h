@@ -16,6 +16,7 @@
 
 #include "guard.h"
 #include "raw_syscall.h"
+#include "valgrind.h"
 
 #include <asm/unistd.h>
 
@@ -209,14 +210,27 @@ static inline int lg_mprotect(void *addr, size_t len, int prot)
 }
 int lg_pidfd_self(void);
 long lg_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice);
-/* msync(MS_ASYNC) does nothing but walk the VMAs: -ENOMEM on a hole. */
+/*
+ * msync(MS_ASYNC) does nothing but walk the VMAs: -ENOMEM on a hole.
+ * mincore() gives the same answer, for two cases: memcheck wants
+ * msync()'s range addressable, and guards are not (valgrind.h); a
+ * seccomp filter may refuse msync().
+ */
+int lg_range_mapped_mincore(const void *addr, size_t len);
 static inline int lg_range_mapped(const void *addr, size_t len)
 {
+	int ret;
+
+	if (__builtin_expect(lg_vg_running(), 0))
+		return lg_range_mapped_mincore(addr, len);
 #if LG_HAVE_RAW_SYSCALL
-	return lg_sys3(__NR_msync, (long)addr, (long)len, MS_ASYNC);
+	ret = lg_sys3(__NR_msync, (long)addr, (long)len, MS_ASYNC);
 #else
-	return msync((void *)addr, len, MS_ASYNC) ? -errno : 0;
+	ret = msync((void *)addr, len, MS_ASYNC) ? -errno : 0;
 #endif
+	return __builtin_expect(ret == -EPERM || ret == -ENOSYS, 0)
+		       ? lg_range_mapped_mincore(addr, len)
+		       : ret;
 }
 /* Page-align the arguments of a public call: -EINVAL, or 0 and *end set. */
 static inline int lg_check_range(const void *addr, size_t len, uintptr_t *end)
@@ -277,22 +291,38 @@ void lg_procmap_vma(const struct lg_procmap_query *q, struct lg_vma *vma);
 /*
  * An error of PROCMAP_QUERY that means the kernel has none (before 6.11:
  * ENOTTY; EINVAL for a size it does not know; ENOSYS from an emulator
- * such as qemu-user): use the text of the maps file.
+ * such as qemu-user), or that a seccomp filter refused the ioctl (EPERM,
+ * EACCES, ENOSYS: the kernel's own PROCMAP_QUERY never gives the first
+ * two on a maps file we opened): use the text of the maps file.
  */
 static inline bool lg_procmap_absent(int err)
 {
-	return err == -ENOTTY || err == -EINVAL || err == -ENOSYS;
+	return err == -ENOTTY || err == -EINVAL || err == -ENOSYS || err == -EPERM ||
+	       err == -EACCES;
+}
+/*
+ * A system call's error that only a seccomp filter gives here (EPERM or
+ * ENOSYS for guard advice the kernel knows; ENOSYS for a call it lacks):
+ * the other method may still work.
+ */
+static inline bool lg_refused(int err)
+{
+	return err == -EPERM || err == -ENOSYS;
 }
 /* LG_VM_* for the value of an smaps "VmFlags:" line. */
 int lg_vmflags_kind(const char *flags);
 
 /*
- * probe.c: the answer of guard_probe(), published once with LG_PROBED
- * and LG_FORCED (LIBGUARD_FORCE_FALLBACK): every call asks, so a load and
- * a test; lg_probe_slow() probes (once) if nothing is published yet.
+ * probe.c: the answer of guard_probe(), published once with LG_PROBED,
+ * LG_FORCED (LIBGUARD_FORCE_FALLBACK) and LG_VALGRIND (running under
+ * valgrind: the hot path steps aside for the slow one, which tells
+ * memcheck about guards): every call asks, so a load and a test;
+ * lg_probe_slow() probes (once) if nothing is published yet.
  */
 #define LG_PROBED (1u << 31)
 #define LG_FORCED (1u << 30)
+#define LG_VALGRIND (1u << 29)
+#define LG_WORD_FLAGS (LG_PROBED | LG_FORCED | LG_VALGRIND)
 extern unsigned int lg_probed_word LG_INTERNAL;
 unsigned int lg_probe_slow(void);
 static inline unsigned int lg_probe_word(void)
@@ -303,11 +333,15 @@ static inline unsigned int lg_probe_word(void)
 }
 static inline unsigned int lg_caps(void)
 {
-	return lg_probe_word() & ~(LG_PROBED | LG_FORCED);
+	return lg_probe_word() & ~LG_WORD_FLAGS;
 }
 static inline bool lg_forced_fallback(void)
 {
 	return lg_probe_word() & LG_FORCED;
+}
+static inline bool lg_on_valgrind(void)
+{
+	return lg_probe_word() & LG_VALGRIND;
 }
 
 /* pagemap.c: guarded runs of a range, from PAGEMAP_SCAN or pagemap. */
@@ -322,6 +356,8 @@ struct lg_runs {
 void lg_runs_init(struct lg_runs *runs);
 void lg_runs_free(struct lg_runs *runs);
 int lg_runs_add(struct lg_runs *runs, uintptr_t start, uintptr_t end);
+/* One PAGEMAP_SCAN ioctl on fd: the count of regions, or -errno. */
+long lg_pagemap_scan(int fd, struct lg_pm_scan_arg *arg);
 /* Native guards in [start, end); -EOPNOTSUPP if the kernel can't say. */
 int lg_native_guards(uintptr_t start, uintptr_t end, struct lg_runs *runs);
 /* The same from an open /proc/PID/pagemap, for any process. */
@@ -525,6 +561,8 @@ int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before);
 int lg_native_install_range(uintptr_t start, uintptr_t end, bool fresh);
 /* Removal VMA by VMA, after the kernel stopped at one that can't have guards. */
 int lg_native_remove_around(uintptr_t start, uintptr_t end);
+/* Native removal refused by a filter (err): 0 if no native guard is there, else err. */
+int lg_native_remove_refused(uintptr_t start, uintptr_t end, int err);
 
 /* install.c: one range, native first, fallback by policy. */
 int lg_install_one(uintptr_t start, uintptr_t end, unsigned int flags, unsigned int *method);

@@ -12,9 +12,7 @@
 
 static long scan_ioctl(void *ctx, struct lg_pm_scan_arg *arg)
 {
-	long n = ioctl(*(int *)ctx, LG_PAGEMAP_SCAN, arg);
-
-	return n < 0 ? -errno : n;
+	return lg_pagemap_scan(*(int *)ctx, arg);
 }
 
 int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before)
@@ -113,6 +111,26 @@ int lg_native_install_range(uintptr_t start, uintptr_t end, bool fresh)
 out:
 	lg_runs_free(&before);
 	return ret;
+}
+
+/*
+ * A seccomp filter refused MADV_GUARD_REMOVE: nothing to do if the range
+ * holds no native guard (installed before the filter, or by another
+ * method), which the kernel's report says; otherwise the filter's error.
+ * errno kept: the lookups may set it.
+ */
+int lg_native_remove_refused(uintptr_t start, uintptr_t end, int err)
+{
+	LG_KEEP_ERRNO;
+	struct lg_runs runs;
+	int ret;
+
+	lg_runs_init(&runs);
+	ret = lg_native_guards(start, end, &runs);
+	if (!ret && runs.n)
+		ret = err;
+	lg_runs_free(&runs);
+	return ret == -EOPNOTSUPP ? err : ret;
 }
 
 /*

@@ -7,6 +7,7 @@
  * layout scan behind a multi-page native install (native.c).
  */
 #include "internal.h"
+#include "valgrind.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -181,11 +182,21 @@ void lg_runs_vec(const struct lg_runs *runs, uintptr_t start, uintptr_t end, uns
 	}
 }
 
+long lg_pagemap_scan(int fd, struct lg_pm_scan_arg *arg)
+{
+	long n = ioctl(fd, LG_PAGEMAP_SCAN, arg);
+
+	if (n < 0)
+		return -errno;
+	/* The regions written, unknown to valgrind (a count above vec_len is checked by callers). */
+	if ((unsigned long)n <= arg->vec_len)
+		lg_vg_defined((void *)(uintptr_t)arg->vec, (size_t)n * sizeof(struct lg_page_region));
+	return n;
+}
+
 static long scan_ioctl(void *ctx, struct lg_pm_scan_arg *arg)
 {
-	long n = ioctl(*(int *)ctx, LG_PAGEMAP_SCAN, arg);
-
-	return n < 0 ? -errno : n;
+	return lg_pagemap_scan(*(int *)ctx, arg);
 }
 
 static ssize_t pagemap_pread(void *ctx, void *buf, size_t len, off_t off)

@@ -5,8 +5,17 @@
  * File mappings are tried on a file the process maps already (see
  * existing_file()), so that the answer needs no writable, disk-backed
  * directory.
+ *
+ * Under a seccomp filter (Seccomp: 2 in /proc/self/status) the probe makes
+ * only the system calls guard_install() and guard_remove() make anyway
+ * (libguard(7) lists them), so that a filter which allows those and kills
+ * on the rest never kills in the probe: no process_madvise() or
+ * pidfd_open() (the batches then go range by range), no statfs(), no
+ * scratch file. Under valgrind, which does not know pidfd_open() or
+ * process_madvise(), those two are left out as well.
  */
 #include "internal.h"
+#include "valgrind.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -82,7 +91,7 @@ static bool pagemap_scan_guard(const char *addr)
 
 	if (fd < 0)
 		return false;
-	n = ioctl(fd, LG_PAGEMAP_SCAN, &arg);
+	n = lg_pagemap_scan(fd, &arg);
 	close(fd);
 	/* Exactly the guarded first page, and not its neighbour. */
 	return n == 1 && r[0].start == (uintptr_t)addr && r[0].end == (uintptr_t)addr + page &&
@@ -108,10 +117,44 @@ static bool process_madvise_guard(void)
 	return ok;
 }
 
+/* Set by probe_caps(): make only the calls libguard(7) lists for filters. */
+static bool sandboxed;
+
+/*
+ * Is a seccomp filter on? Read from /proc/self/status with the calls the
+ * fallback makes anyway; if it can't be read, assume one is.
+ */
+static bool seccomp_filtered(void)
+{
+	char buf[4096];
+	size_t have = 0;
+	ssize_t got;
+	const char *at;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return true;
+	while (have < sizeof(buf) - 1 &&
+	       (got = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0)
+		have += (size_t)got;
+	close(fd);
+	buf[have] = 0;
+	at = strstr(buf, "\nSeccomp:");
+	if (!at)
+		return have == sizeof(buf) - 1;	/* cut short: can't tell */
+	at += strlen("\nSeccomp:");
+	while (*at == ' ' || *at == '\t')
+		at++;
+	return *at == '2';
+}
+
+/* Under a filter, the library's own object is taken without statfs() (see libguard(7)). */
 static bool page_cache_fs(int fd)
 {
 	struct statfs sfs;
 
+	if (sandboxed)
+		return true;
 	return !fstatfs(fd, &sfs) && sfs.f_type != TMPFS_MAGIC && sfs.f_type != RAMFS_MAGIC;
 }
 
@@ -213,7 +256,7 @@ static unsigned int probe_file(char **file, char **ro)
 	int fd = existing_file(), rofd;
 	bool existing = fd >= 0;
 
-	if (!existing)
+	if (!existing && !sandboxed)
 		fd = scratch_file();
 	if (fd < 0)
 		return 0;
@@ -238,36 +281,32 @@ static unsigned int probe_caps(void)
 	size_t page = lg_page_size();
 	unsigned int caps = 0;
 	char *seen = NULL;	/* some guarded page, to read back */
-	char *anon, *shm = NULL, *file = NULL, *ro = NULL;
-	int memfd;
+	char *anon, *shm, *file = NULL, *ro = NULL;
 
+	sandboxed = seccomp_filtered();
 	anon = guarded_scratch(-1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
 	if (anon) {
 		caps |= GUARD_CAP_ANON;
 		seen = anon;
 	}
-	memfd = memfd_create("libguard-probe", MFD_CLOEXEC);
-	if (memfd >= 0 && !ftruncate(memfd, 2 * (off_t)page)) {
-		shm = guarded_scratch(memfd, PROT_READ | PROT_WRITE, MAP_SHARED);
-		if (shm) {
-			caps |= GUARD_CAP_SHMEM;
-			seen = seen ? seen : shm;
-		}
+	/* Shared anonymous memory is shmem, as a memfd is: no memfd_create() needed. */
+	shm = guarded_scratch(-1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS);
+	if (shm) {
+		caps |= GUARD_CAP_SHMEM;
+		seen = seen ? seen : shm;
 	}
 	caps |= probe_file(&file, &ro);
 	if (file)
 		seen = seen ? seen : file;
 	if (ro)
 		seen = seen ? seen : ro;
-	if (memfd >= 0)
-		close(memfd);
 
 	/* Reporting can only be tested on a guard that exists. */
 	if (seen && pagemap_bit58(seen) && !pagemap_bit58(seen + page))
 		caps |= GUARD_CAP_PAGEMAP;
 	if (seen && pagemap_scan_guard(seen))
 		caps |= GUARD_CAP_PAGEMAP_SCAN;
-	if (process_madvise_guard())
+	if (!sandboxed && !lg_vg_running() && process_madvise_guard())
 		caps |= GUARD_CAP_PROCESS_MADVISE;
 
 	for (char **m = (char *[]){ anon, shm, file, ro }, **e = m + 4; m < e; m++)
@@ -282,7 +321,9 @@ static void probe_once_fn(void)
 	bool forced = force && *force && strcmp(force, "0") != 0;
 	int saved = errno;
 
-	__atomic_store_n(&lg_probed_word, probe_caps() | LG_PROBED | (forced ? LG_FORCED : 0),
+	__atomic_store_n(&lg_probed_word,
+			 probe_caps() | LG_PROBED | (forced ? LG_FORCED : 0) |
+				 (lg_vg_running() ? LG_VALGRIND : 0),
 			 __ATOMIC_RELEASE);
 	errno = saved;
 }

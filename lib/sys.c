@@ -5,6 +5,7 @@
  * /proc/self/maps otherwise, /proc/self/smaps only on error paths.
  */
 #include "internal.h"
+#include "valgrind.h"
 
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -58,6 +59,21 @@ long lg_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice
 
 
 
+int lg_range_mapped_mincore(const void *addr, size_t len)
+{
+	size_t page = lg_page_size();
+	unsigned char vec[256];
+
+	for (uintptr_t at = (uintptr_t)addr, end = at + len; at < end;) {
+		size_t n = (end - at) / page < sizeof(vec) ? end - at : sizeof(vec) * page;
+
+		if (mincore((void *)at, n, vec))
+			return -errno;
+		at += n;
+	}
+	return 0;
+}
+
 int lg_vma_open(void)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -108,6 +124,10 @@ static int procmap_query(int fd, uintptr_t addr, struct lg_vma *vma, char *name,
 	ret = lg_ioctl(fd, LG_PROCMAP_QUERY, &q);
 	if (ret)
 		return ret == -ENOENT ? 0 : ret;
+	/* The kernel wrote these; valgrind does not know the ioctl's name buffer. */
+	lg_vg_defined(&q, sizeof(q));
+	if (name && q.vma_name_size <= name_size)
+		lg_vg_defined(name, q.vma_name_size);
 	lg_procmap_vma(&q, vma);
 	return 1;
 }
