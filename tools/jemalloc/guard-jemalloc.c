@@ -21,6 +21,8 @@
  * (AT_SECURE) the module does nothing. LIBGUARD_JEMALLOC_STATS=1 prints
  * what it did at exit on stderr; =PATH appends it to the file PATH (for
  * programs that close stderr at exit, as coreutils do).
+ * LIBGUARD_JEMALLOC_HOOKS=0 installs no hooks (a baseline for the
+ * statistics; jemalloc's malloc_conf above still applies).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -110,6 +112,16 @@ __attribute__((constructor)) static void guard_jemalloc_init(void)
 		    "guarded", r ? "of unknown version" : version);
 		return;
 	}
+	e = getenv("LIBGUARD_JEMALLOC_STATS");
+	if (e && *e)
+		stats_to = e;
+	/* The baseline of bench/jemalloc-guard: the statistics, no hooks. */
+	e = getenv("LIBGUARD_JEMALLOC_HOOKS");
+	if (e && *e == '0') {
+		if (stats_to)
+			atexit(report);
+		return;
+	}
 	/*
 	 * Every automatic arena, in use or not: writing its hooks creates it
 	 * with them, so threads that start later use hooked ones too.
@@ -123,9 +135,7 @@ __attribute__((constructor)) static void guard_jemalloc_init(void)
 	if (hooked < narenas)
 		say("only %u of %u arenas hooked: the others keep jemalloc's hooks", hooked,
 		    narenas);
-	e = getenv("LIBGUARD_JEMALLOC_STATS");
-	if (e && *e) {
-		stats_to = e;
+	if (stats_to) {
 		fprintf(stderr, "libguard-jemalloc: hooks on %u of %u arenas\n", hooked, narenas);
 		atexit(report);
 	}
