@@ -67,16 +67,25 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 
 static const char *stats_to; /* "1": stderr; else a file to append to */
 
+/* Where the statistics go: stderr, or appended to the file. */
+static FILE *stats_open(void)
+{
+	return strcmp(stats_to, "1") == 0 ? stderr : fopen(stats_to, "ae");
+}
+
+static void stats_close(FILE *f)
+{
+	if (f && f != stderr)
+		fclose(f);
+}
+
 static void report(void)
 {
 	struct jg_stats s;
-	FILE *f = stderr;
+	FILE *f = stats_open();
 
-	if (strcmp(stats_to, "1") != 0) {
-		f = fopen(stats_to, "ae");
-		if (!f)
-			return;
-	}
+	if (!f)
+		return;
 	jg_stats(&s);
 	fprintf(f,
 		"libguard-jemalloc: %lu mappings guarded (%lu native, %lu fallback), %lu live, "
@@ -84,8 +93,7 @@ static void report(void)
 		"VMAs at exit %d\n",
 		s.guarded, s.native, s.fallback, s.live, s.failed, s.unmapped, s.reentrant,
 		jg_count_vmas());
-	if (f != stderr)
-		fclose(f);
+	stats_close(f);
 }
 
 __attribute__((constructor)) static void guard_jemalloc_init(void)
@@ -136,7 +144,11 @@ __attribute__((constructor)) static void guard_jemalloc_init(void)
 		say("only %u of %u arenas hooked: the others keep jemalloc's hooks", hooked,
 		    narenas);
 	if (stats_to) {
-		fprintf(stderr, "libguard-jemalloc: hooks on %u of %u arenas\n", hooked, narenas);
+		FILE *f = stats_open();
+
+		if (f)
+			fprintf(f, "libguard-jemalloc: hooks on %u of %u arenas\n", hooked, narenas);
+		stats_close(f);
 		atexit(report);
 	}
 }
