@@ -41,6 +41,23 @@ static __thread int in_guard __attribute__((tls_model("initial-exec")));
 static atomic_ulong n_reentrant, n_guarded, n_native, n_fallback, n_failed, n_unmapped, n_refused;
 static const uintptr_t TOMB = 1;
 
+/*
+ * fork(): jemalloc's own handlers hold its arena locks across fork, but a
+ * thread may be in take() or add() without one. The lock is not taken in
+ * a prepare handler (a thread holding an arena lock may be waiting for
+ * it, and jemalloc's handler, which runs after ours, would wait for that
+ * thread); the child, alone, gets it back unlocked.
+ */
+static void child_unlock(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}
+
+__attribute__((constructor)) static void hooks_init(void)
+{
+	pthread_atfork(NULL, NULL, child_unlock);
+}
+
 static size_t page(void)
 {
 	static size_t pg;
