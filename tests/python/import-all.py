@@ -9,10 +9,12 @@ import sysconfig
 
 dynload = os.path.join(sysconfig.get_path('platstdlib'), 'lib-dynload')
 names = set()
+suffixes = sorted(importlib.machinery.EXTENSION_SUFFIXES, key=len, reverse=True)
 for f in os.listdir(dynload):
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+    for suffix in suffixes:  # the longest first: '.so' ends them all
         if f.endswith(suffix):
             names.add(f[:-len(suffix)])
+            break
 failed = 0
 for name in sorted(names):
     try:
