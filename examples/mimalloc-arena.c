@@ -221,15 +221,17 @@ int main(int argc, char **argv)
 				bad = 1;
 	if (!still_file(lo, hi, (unsigned long)st.st_ino))
 		bad = 1;
-	for (int i = 0; i <= THREADS; i++) {
+	for (int i = 0, ok = 1; i <= THREADS; i++) {
 		char *g = base + 2 * i * BLOCK;
 
 		if (!faults(g) || !faults(g + BLOCK - 1)) {
 			printf("guard block %d does not fault\n", i);
 			bad = 1;
+			ok = 0;
 		}
+		if (i == THREADS && ok)
+			printf("guards: %d blocks, each faults at both ends\n", THREADS + 1);
 	}
-	printf("guards: %d blocks, each faults at both ends\n", THREADS + 1);
 
 	/* The data is in the file: unmap and read it back with pread(). */
 	{
