@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -153,7 +154,7 @@ int main(int argc, char **argv)
 	struct worker w[THREADS];
 	pthread_t t[THREADS];
 	pthread_barrier_t bar;
-	char path[4096], *map, *base;
+	char path[PATH_MAX], *map, *base;
 	unsigned int method = 0;
 	struct stat st;
 	int fd, bad = 0;
