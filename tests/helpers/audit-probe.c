@@ -2,8 +2,13 @@
 /*
  * Run by test_audit under LD_AUDIT and without: dlopen()s the library in
  * argv[1], calls into it, and prints its VMA count and, page by page over
- * its extent, how many pages fault on a read (from a forked child):
- * "vmas N faulting F pages P".
+ * its extent, how many pages fault on a read (from a forked child), then
+ * whether libguard-audit.so is mapped in this process and how many
+ * PROT_NONE file mappings (the holes of every object) it has:
+ * "vmas N faulting F pages P audit 0|1 holes H".
+ * Built twice: as audit-probe, and as dt-audit-probe, linked with
+ * -Wl,--audit= naming the module (test_dt_audit). "--exec PROG ARG..."
+ * only execs PROG: a child of a DT_AUDIT program.
  */
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -43,21 +48,29 @@ int main(int argc, char **argv)
 {
 	uintptr_t lo = 0, hi = 0;
 	long pg = sysconf(_SC_PAGESIZE);
-	int vmas = 0, status;
+	int vmas = 0, audit = 0, holes = 0, status;
 	int (*fn)(int);
 	char line[4096];
 	void *h;
 	FILE *f;
 	pid_t pid;
 
+	if (argc >= 3 && !strcmp(argv[1], "--exec")) {
+		execv(argv[2], argv + 2);
+		return 4;
+	}
 	if (argc != 2 || !(h = dlopen(argv[1], RTLD_NOW)) || !(fn = (int (*)(int))dlsym(h, "lib64k_fn")) ||
 	    fn(1) != 42 + 'r')
 		return 2;
 	f = fopen("/proc/self/maps", "re");
 	while (f && fgets(line, sizeof(line), f)) {
 		uintptr_t s, e;
-		char *path = strchr(line, '/');
+		char *path = strchr(line, '/'), *end = path ? path + strcspn(path, "\n") : NULL;
 
+		if (path && end - path >= 18 && !memcmp(end - 18, "/libguard-audit.so", 18))
+			audit = 1;
+		if (path && strstr(line, " ---p "))
+			holes++;
 		if (!path || strncmp(path, argv[1], strlen(argv[1])) || path[strlen(argv[1])] != '\n' ||
 		    sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &s, &e) != 2)
 			continue;
@@ -75,7 +88,7 @@ int main(int argc, char **argv)
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return 3;
-	printf("vmas %d faulting %d pages %lu\n", vmas, WEXITSTATUS(status),
-	       (unsigned long)((hi - lo) / pg));
+	printf("vmas %d faulting %d pages %lu audit %d holes %d\n", vmas, WEXITSTATUS(status),
+	       (unsigned long)((hi - lo) / pg), audit, holes);
 	return 0;
 }
