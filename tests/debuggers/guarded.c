@@ -11,17 +11,19 @@
  * guard_install2(). Prints one line per region,
  *     region NAME START GUARD METHOD
  * (hex addresses; METHOD native or fallback), then "ready", then:
- *   wait   reads a line from stdin (a debugger attaches meanwhile); then
- *          checks the regions: prints "check ..." lines and exits 0 only
- *          if each holds (see check_region())
+ *   wait   reads lines from stdin up to one that is not a "poke" (a
+ *          debugger attaches meanwhile); then checks the regions (see
+ *          check_region() and check_data()): prints "check ..." lines, a
+ *          "FAIL ..." line for each check that fails, and exits 0 only if
+ *          none did
  *   abort  sets coredump_filter to dump every mapping, changes to DIR (for
  *          a core_pattern of "core") and aborts
  *   hold   waits for signals (CRIU checkpoints and restores it meanwhile,
  *          so it keeps no pipe to anyone and writes nothing to stdout
  *          after "ready"): on SIGUSR1 it writes each guard page's state
  *          (what a touch does, bit 58 of its pagemap entry, guard_query(),
- *          whether the pages beside it kept their data) to DIR/state, through a rename, so a reader sees all or none;
- *          SIGTERM ends it
+ *          whether the pages beside it kept their data) to DIR/state,
+ *          through a rename, so a reader sees all or none; SIGTERM ends it
  * A line "poke NAME PAGE BYTE" on stdin, before the checks, says that the
  * debugger wrote BYTE at the first byte of page PAGE of region NAME: page
  * 0, the control that writes through the debugger work at all; page 1, a
@@ -159,11 +161,7 @@ static int pagemap_guard(const void *p)
 
 /*
  * After the debugger: the guard still faults, read and write, with the
- * si_code libguard(7) documents for its method; the other pages hold
- * their data (plus the control write); with the guard removed, the page
- * holds what it held before the debugger came (zero for private memory,
- * which both methods discard; the data for shared memory): the debugger's
- * writes to it changed nothing.
+ * si_code libguard(7) documents for its method.
  */
 static bool check_region(struct region *g)
 {
@@ -191,6 +189,13 @@ static unsigned char expected(const struct region *g, int r, int i, size_t b)
 	return i == 1 && !g->shared ? 0 : fill(r, i);
 }
 
+/*
+ * After the debugger: the other pages hold their data (plus the control
+ * write); with the guard removed, the page holds what it held before the
+ * debugger came (zero for private memory, which both methods discard; the
+ * data for shared memory) plus only the writes the debugger reported as
+ * done.
+ */
 static bool check_data(struct region *g, int r)
 {
 	size_t bad[PAGES] = { 0 };
