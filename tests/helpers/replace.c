@@ -61,9 +61,21 @@ const char *replace_mapping(char *addr, size_t len, enum replace_how how, struct
 		/* somewhere free to move to: reserve, then move over it */
 		char *to = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-		if (to == MAP_FAILED ||
-		    mremap(addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to)
+		if (to == MAP_FAILED)
 			abort();
+		/*
+		 * Fallback guards make the range several VMAs, which one
+		 * mremap() moves only since Linux 6.17 (EFAULT before, and
+		 * under valgrind): then page by page, each within one VMA.
+		 */
+		if (mremap(addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to) {
+			size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+			for (size_t off = 0; off < len; off += pg)
+				if (mremap(addr + off, pg, pg, MREMAP_MAYMOVE | MREMAP_FIXED,
+					   to + off) != to + off)
+					abort();
+		}
 		r->moved = to;
 	} else if (munmap(addr, len)) {
 		abort();
