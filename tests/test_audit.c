@@ -24,14 +24,6 @@
 
 #include "helpers/guardtest.h"
 
-static const char *env_path(const char *name)
-{
-	const char *p = getenv(name);
-
-	assert_non_null(p);
-	return p;
-}
-
 /* Run a shell command line, collect stdout+stderr, return its exit status. */
 static int run(const char *cmd, char *out, size_t cap)
 {

@@ -14,9 +14,6 @@
  * LD_AUDIT, LD_PRELOAD or LIBGUARD_* variable reaches them: they see the
  * real kernel, whatever this suite simulates.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -34,19 +29,9 @@
 
 #include "helpers/guardtest.h"
 
-#define NOBODY 65534
-
 struct probe {
 	int vmas, faulting, pages, audit, holes;
 };
-
-static const char *env_path(const char *name)
-{
-	const char *p = getenv(name);
-
-	assert_non_null(p);
-	return p;
-}
 
 /*
  * Run argv with an empty environment (as nobody if asked), stdout and
@@ -55,41 +40,20 @@ static const char *env_path(const char *name)
 static int run_probe(char *const argv[], bool as_nobody, struct probe *r, char *out, size_t cap)
 {
 	char *const envp[] = { NULL };
-	int fds[2], status;
-	size_t n = 0;
-	ssize_t got;
-	pid_t pid;
+	int rc = run_captured(argv, envp, as_nobody, out, cap);
 	const char *line;
 
-	assert_int_equal(pipe(fds), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		dup2(fds[1], 2);
-		if (as_nobody && (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY)))
-			_exit(120);
-		execve(argv[0], argv, envp);
-		_exit(121);
-	}
-	close(fds[1]);
-	while (n < cap - 1 && (got = read(fds[0], out + n, cap - 1 - n)) > 0)
-		n += (size_t)got;
-	out[n] = '\0';
-	close(fds[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
 	printf("# env -i%s", as_nobody ? " (as nobody)" : "");
 	for (char *const *a = argv; *a; a++)
 		printf(" %s", *a);
 	printf(":\n");
-	for (const char *l = out; *l; l += strcspn(l, "\n") + !!l[strcspn(l, "\n")])
-		printf("#   %.*s\n", (int)strcspn(l, "\n"), l);
+	show_lines(out);
 	memset(r, 0, sizeof(*r));
 	line = strstr(out, "vmas ");
 	if (line)
 		assert_int_equal(sscanf(line, "vmas %d faulting %d pages %d audit %d holes %d",
 					&r->vmas, &r->faulting, &r->pages, &r->audit, &r->holes), 5);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return rc;
 }
 
 /* Does the module guard file holes on this kernel (not simulated)? */
@@ -152,56 +116,6 @@ static void exec_child(void **state)
 		assert_int_equal(child.vmas, 8);
 }
 
-/* A directory where a set-user-ID bit takes effect and nobody can go. */
-static const char *suid_dir(char *out, size_t cap)
-{
-	const char *dirs[] = { getenv("LIBGUARD_SCRATCH"), getenv("TMPDIR"), "/tmp", "/var/tmp" };
-
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		struct statvfs sv;
-
-		if (!dirs[i] || !*dirs[i] || statvfs(dirs[i], &sv) || (sv.f_flag & ST_NOSUID))
-			continue;
-		snprintf(out, cap, "%s/libguard-dt-XXXXXX", dirs[i]);
-		if (mkdtemp(out) && !chmod(out, 0755))
-			return out;
-	}
-	return NULL;
-}
-
-static void copy_to(const char *src, const char *dir, const char *name, char *out, size_t cap)
-{
-	char buf[65536];
-	int in = open(src, O_RDONLY | O_CLOEXEC), fd;
-	ssize_t n;
-
-	snprintf(out, cap, "%s/%s", dir, name);
-	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	assert_true(in >= 0 && fd >= 0);
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		assert_int_equal(write(fd, buf, (size_t)n), n);
-	close(in);
-	assert_int_equal(fchown(fd, 0, 0), 0);
-	close(fd);
-}
-
-/* Can nobody open the file for reading (every directory on the way)? */
-static int nobody_can_read(const char *path)
-{
-	int status;
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
-			_exit(2);
-		_exit(access(path, R_OK) == 0 ? 1 : 0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) < 2);
-	return WEXITSTATUS(status);
-}
-
 /*
  * Set-user-ID root, run by nobody (secure execution): ld.so ignores a
  * DT_AUDIT entry naming a path, as it does LD_AUDIT's (and the module
@@ -216,16 +130,9 @@ static void setuid_program(void **state)
 	int readable;
 
 	(void)state;
-	if (geteuid() != 0) {
-		printf("# not root: can't make a setuid-root program\n");
-		skip();
-	}
-	if (!suid_dir(dir, sizeof(dir))) {
-		printf("# every scratch directory is on a nosuid filesystem\n");
-		skip();
-	}
-	copy_to(env_path("LIBGUARD_DT_AUDIT_PROBE"), dir, "dt-audit-probe", prog, sizeof(prog));
-	copy_to(lib64k_path(), dir, "libtest64k.so", lib, sizeof(lib));
+	suid_dir("dt", dir, sizeof(dir));
+	copy_to(env_path("LIBGUARD_DT_AUDIT_PROBE"), dir, "dt-audit-probe", 0755, prog, sizeof(prog));
+	copy_to(lib64k_path(), dir, "libtest64k.so", 0755, lib, sizeof(lib));
 
 	/* control: loaded, unless nobody can't read the module in the build tree */
 	readable = nobody_can_read(env_path("LIBGUARD_AUDIT"));

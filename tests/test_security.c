@@ -43,7 +43,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -68,7 +67,6 @@
 #ifndef __NR_process_madvise
 #define __NR_process_madvise 440
 #endif
-#define NOBODY 65534
 
 /* The guard at p holds: reads and writes fault there, at p. */
 static void assert_guarded(char *p)
@@ -688,80 +686,7 @@ static void remote_as_nobody(void **state)
 static void show(const char *what, const char *out)
 {
 	printf("# %s:\n", what);
-	for (const char *l = out; *l; l += strcspn(l, "\n") + !!l[strcspn(l, "\n")])
-		printf("#   %.*s\n", (int)strcspn(l, "\n"), l);
-}
-
-/* Copy a file to dir, with mode. */
-static void copy_to(const char *src, const char *dir, const char *name, mode_t mode, char *out,
-		    size_t cap)
-{
-	char buf[1 << 16];
-	int in = open(src, O_RDONLY | O_CLOEXEC), fd;
-	ssize_t n;
-
-	snprintf(out, cap, "%s/%s", dir, name);
-	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
-	assert_true(in >= 0 && fd >= 0);
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		assert_int_equal(write(fd, buf, (size_t)n), n);
-	close(in);
-	assert_int_equal(fchown(fd, 0, 0), 0);
-	assert_int_equal(fchmod(fd, mode), 0);
-	close(fd);
-}
-
-static const char *env_path(const char *name)
-{
-	const char *p = getenv(name);
-
-	assert_non_null(p);
-	return p;
-}
-
-/* A directory where a set-user-ID bit takes effect and nobody can go. */
-static const char *suid_dir(char *out, size_t cap)
-{
-	const char *dirs[] = { getenv("LIBGUARD_SCRATCH"), getenv("TMPDIR"), "/tmp", "/var/tmp" };
-
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		struct statvfs sv;
-
-		if (!dirs[i] || !*dirs[i] || statvfs(dirs[i], &sv) || (sv.f_flag & ST_NOSUID))
-			continue;
-		snprintf(out, cap, "%s/libguard-suid-XXXXXX", dirs[i]);
-		if (mkdtemp(out) && !chmod(out, 0755))
-			return out;
-	}
-	return NULL;
-}
-
-/* Run argv as nobody with env; stdout and stderr into out. Exit status. */
-static int run_as_nobody(char *const argv[], char *const envp[], char *out, size_t cap)
-{
-	int fds[2], status;
-	size_t n = 0;
-	ssize_t got;
-	pid_t pid;
-
-	assert_int_equal(pipe(fds), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		dup2(fds[1], 2);
-		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
-			_exit(120);
-		execve(argv[0], argv, envp);
-		_exit(121);
-	}
-	close(fds[1]);
-	while (n < cap - 1 && (got = read(fds[0], out + n, cap - 1 - n)) > 0)
-		n += (size_t)got;
-	out[n] = '\0';
-	close(fds[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	show_lines(out);
 }
 
 /*
@@ -786,14 +711,7 @@ static void audit_setuid(void **state)
 
 	(void)state;
 	skip_under_sanitizer(LD_AUDIT_SANITIZED);
-	if (geteuid() != 0) {
-		printf("# not root: can't make a setuid-root program\n");
-		skip();
-	}
-	if (!suid_dir(dir, sizeof(dir))) {
-		printf("# every scratch directory is on a nosuid filesystem\n");
-		skip();
-	}
+	suid_dir("suid", dir, sizeof(dir));
 	copy_to(env_path("LIBGUARD_SECURE_PROBE"), dir, "secure-probe", 0755, prog, sizeof(prog));
 	copy_to(env_path("LIBGUARD_AUDIT_MARKER"), dir, "libaudit-marker.so", 0644, marker,
 		sizeof(marker));
@@ -802,7 +720,7 @@ static void audit_setuid(void **state)
 	snprintf(env_audit, sizeof(env_audit), "LD_AUDIT=%s:%s", marker, module);
 
 	/* control: plain program, both modules load */
-	rc = run_as_nobody(argv, envp, out, sizeof(out));
+	rc = run_captured(argv, envp, true, out, sizeof(out));
 	show("plain, as nobody", out);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "audit-marker: loaded"));
@@ -812,7 +730,7 @@ static void audit_setuid(void **state)
 
 	/* secure execution */
 	assert_int_equal(chmod(prog, 04755), 0);
-	rc = run_as_nobody(argv, envp, out, sizeof(out));
+	rc = run_captured(argv, envp, true, out, sizeof(out));
 	show("setuid root, as nobody", out);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "secure 1 la_version 0"));

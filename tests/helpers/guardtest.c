@@ -4,12 +4,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <guard.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +20,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #define TMPFS_MAGIC_ 0x01021994
 #define RAMFS_MAGIC_ 0x858458f6
@@ -527,4 +533,100 @@ long guard_threads(int slots, int rounds, unsigned int flags, unsigned char want
 	free(ins);
 	free(jobs);
 	return bad;
+}
+
+const char *env_path(const char *name)
+{
+	const char *p = getenv(name);
+
+	assert_non_null(p);
+	return p;
+}
+
+void suid_dir(const char *tag, char *out, size_t cap)
+{
+	const char *dirs[] = { getenv("LIBGUARD_SCRATCH"), getenv("TMPDIR"), "/tmp", "/var/tmp" };
+
+	if (geteuid() != 0) {
+		printf("# not root: can't make a setuid-root program\n");
+		skip();
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		struct statvfs sv;
+
+		if (!dirs[i] || !*dirs[i] || statvfs(dirs[i], &sv) || (sv.f_flag & ST_NOSUID))
+			continue;
+		snprintf(out, cap, "%s/libguard-%s-XXXXXX", dirs[i], tag);
+		if (mkdtemp(out) && !chmod(out, 0755))
+			return;
+	}
+	printf("# every scratch directory is on a nosuid filesystem\n");
+	skip();
+}
+
+void copy_to(const char *src, const char *dir, const char *name, mode_t mode, char *out,
+	     size_t cap)
+{
+	char buf[1 << 16];
+	int in = open(src, O_RDONLY | O_CLOEXEC), fd;
+	ssize_t n;
+
+	snprintf(out, cap, "%s/%s", dir, name);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	assert_true(in >= 0 && fd >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(fd, buf, (size_t)n), n);
+	close(in);
+	assert_int_equal(fchown(fd, 0, 0), 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+int nobody_can_read(const char *path)
+{
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(2);
+		_exit(access(path, R_OK) == 0 ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) < 2);
+	return WEXITSTATUS(status);
+}
+
+int run_captured(char *const argv[], char *const envp[], bool as_nobody, char *out, size_t cap)
+{
+	int fds[2], status;
+	size_t n = 0;
+	ssize_t got;
+	pid_t pid;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		if (as_nobody && (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY)))
+			_exit(120);
+		execve(argv[0], argv, envp);
+		_exit(121);
+	}
+	close(fds[1]);
+	while (n < cap - 1 && (got = read(fds[0], out + n, cap - 1 - n)) > 0)
+		n += (size_t)got;
+	out[n] = '\0';
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void show_lines(const char *out)
+{
+	for (const char *l = out; *l; l += strcspn(l, "\n") + !!l[strcspn(l, "\n")])
+		printf("#   %.*s\n", (int)strcspn(l, "\n"), l);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 enum tkind { T_ANON, T_SHMEM, T_FILE, T_READONLY, T_NKINDS };
 
@@ -129,6 +130,33 @@ long guard_threads(int slots, int rounds, unsigned int flags, unsigned char want
 #define skip_under(name, why) ((void)(name), (void)(why))
 #define skip_under_sanitizer(why) ((void)(why))
 #endif
+
+/*
+ * Programs run as nobody, and set-user-ID copies of them (test_security,
+ * test_dt_audit); these assert with cmocka.
+ */
+#define NOBODY 65534
+/* getenv(name), which the test environment must set. */
+const char *env_path(const char *name);
+/*
+ * A new directory named libguard-TAG-XXXXXX, in out, where a set-user-ID
+ * bit takes effect and nobody can go; the test skips, saying why, if it
+ * does not run as root or every scratch directory is on a nosuid
+ * filesystem.
+ */
+void suid_dir(const char *tag, char *out, size_t cap);
+/* Copy src to dir/name (its path in out), owned by root, with mode. */
+void copy_to(const char *src, const char *dir, const char *name, mode_t mode, char *out,
+	     size_t cap);
+/* 1 if nobody can open path for reading (every directory on the way), else 0. */
+int nobody_can_read(const char *path);
+/*
+ * Run argv with envp (as nobody if asked), stdout and stderr into out (cap
+ * bytes, NUL-terminated). Its exit status, or -1 if a signal ended it.
+ */
+int run_captured(char *const argv[], char *const envp[], bool as_nobody, char *out, size_t cap);
+/* Each line of out as a TAP comment, indented. */
+void show_lines(const char *out);
 
 /* A pointer-returning call fails with MAP_FAILED and errno err (cmocka asserts). */
 #define FAILS(err, call)                                                                   \
