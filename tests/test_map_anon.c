@@ -275,16 +275,7 @@ static void anon_replaced(enum replace_how how, int flags)
 
 	assert_ptr_not_equal(p, MAP_FAILED);
 	why = replace_mapping(p - pg, 7 * pg, how, &r);
-	if (why) {
-		printf("# skipped: %s\n", why);
-		guard_unmap(p, 4 * pg);
-		skip();
-	}
-	assert_int_equal(guard_unmap(p, 4 * pg), -EINVAL);
-	assert_true(replaced_intact(&r));
-	assert_int_equal(guard_unmap(p, 4 * pg), -EINVAL);	/* forgotten */
-	assert_true(replaced_intact(&r));
-	replaced_free(&r, 7 * pg);
+	replaced_check(why, &r, guard_unmap, p, 4 * pg, 7 * pg);
 }
 
 static void replaced_anon(void **s) { (void)s; anon_replaced(R_ANON, MAP_PRIVATE); }

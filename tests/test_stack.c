@@ -360,16 +360,7 @@ static void stack_replaced(enum replace_how how)
 
 	assert_non_null(s);
 	why = replace_mapping(s - pg, total, how, &r);
-	if (why) {
-		printf("# skipped: %s\n", why);
-		guard_stack_free(s, 16 * pg);
-		skip();
-	}
-	assert_int_equal(guard_stack_free(s, 16 * pg), -EINVAL);
-	assert_true(replaced_intact(&r));
-	assert_int_equal(guard_stack_free(s, 16 * pg), -EINVAL);	/* forgotten */
-	assert_true(replaced_intact(&r));
-	replaced_free(&r, total);
+	replaced_check(why, &r, guard_stack_free, s, 16 * pg, total);
 }
 
 /* A stack whose guard the caller removed is no longer what the library made. */

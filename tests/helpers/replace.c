@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Someone else's mapping in place of a wrapper's (replace.h). */
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "guardtest.h"
 #include "replace.h"
@@ -88,7 +95,8 @@ const char *replace_mapping(char *addr, size_t len, enum replace_how how, struct
 	return NULL;
 }
 
-bool replaced_intact(const struct replaced *r)
+/* Is the newcomer still mapped, readable and as it was filled? */
+static bool replaced_intact(const struct replaced *r)
 {
 	/* look before reading: a test on broken code should fail, not crash */
 	for (size_t off = 0; off < r->len; off += pg)
@@ -100,11 +108,27 @@ bool replaced_intact(const struct replaced *r)
 	return true;
 }
 
-void replaced_free(struct replaced *r, size_t moved_len)
+/* Unmap the newcomer (and what R_MREMAP moved away). */
+static void replaced_free(struct replaced *r, size_t moved_len)
 {
 	munmap(r->addr, r->len);
 	if (r->moved)
 		munmap(r->moved, moved_len);
 	if (r->fd >= 0)
 		close(r->fd);
+}
+
+void replaced_check(const char *why, struct replaced *r, int (*release)(void *, size_t), char *p,
+		    size_t len, size_t moved_len)
+{
+	if (why) {
+		printf("# skipped: %s\n", why);
+		release(p, len);
+		skip();
+	}
+	assert_int_equal(release(p, len), -EINVAL);
+	assert_true(replaced_intact(r));
+	assert_int_equal(release(p, len), -EINVAL);	/* forgotten */
+	assert_true(replaced_intact(r));
+	replaced_free(r, moved_len);
 }

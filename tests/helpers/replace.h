@@ -32,9 +32,16 @@ const char *replace_name(enum replace_how how);
  * it can't be done here (the test then skips).
  */
 const char *replace_mapping(char *addr, size_t len, enum replace_how how, struct replaced *r);
-/* Is the newcomer still mapped, readable and as it was filled? */
-bool replaced_intact(const struct replaced *r);
-/* Unmap the newcomer (and what R_MREMAP moved away). */
-void replaced_free(struct replaced *r, size_t moved_len);
+/*
+ * The end of every such test (cmocka asserts). why is replace_mapping()'s
+ * answer: if set, release [p, p + len) and skip, saying why. Otherwise
+ * release (guard_unmap() or guard_stack_free()) of [p, p + len) must fail
+ * with -EINVAL and leave the newcomer mapped, readable and as it was
+ * filled, twice (the second time the library has forgotten the entry);
+ * then the newcomer is unmapped, with what R_MREMAP moved away (moved_len
+ * bytes).
+ */
+void replaced_check(const char *why, struct replaced *r, int (*release)(void *, size_t), char *p,
+		    size_t len, size_t moved_len);
 
 #endif
