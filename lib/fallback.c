@@ -23,7 +23,6 @@
  */
 #include "internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -87,6 +86,10 @@ struct piece {
 	struct lg_rec rec;	/* the record it makes, or the protection it restores */
 };
 
+/*
+ * Built with lg_lock() held: beyond its first pieces it grows in memory
+ * mapped for it, never malloc()'s (records.c says why).
+ */
 struct plan {
 	size_t n, cap;
 	struct piece *v;
@@ -103,22 +106,22 @@ static void plan_init(struct plan *p)
 static void plan_free(struct plan *p)
 {
 	if (p->v != p->inline_v)
-		free(p->v);
+		lg_munmap(p->v, p->cap * sizeof(*p->v));
 }
 
 static int plan_add(struct plan *p, const struct lg_rec *rec)
 {
 	if (p->n == p->cap) {
-		size_t cap = 2 * p->cap;
-		struct piece *v = malloc(cap * sizeof(*v));
+		size_t page = lg_page_size();
+		size_t bytes = (2 * p->cap * sizeof(*p->v) + page - 1) & ~(page - 1);
+		long v = lg_mmap_anon(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE);
 
-		if (!v)
-			return -ENOMEM;
-		memcpy(v, p->v, p->n * sizeof(*v));
-		if (p->v != p->inline_v)
-			free(p->v);
-		p->v = v;
-		p->cap = cap;
+		if (v < 0 && v > -4096)
+			return (int)v;
+		memcpy((void *)v, p->v, p->n * sizeof(*p->v));
+		plan_free(p);
+		p->v = (struct piece *)v;
+		p->cap = bytes / sizeof(*p->v);
 	}
 	p->v[p->n++].rec = *rec;
 	return 0;

@@ -271,6 +271,21 @@ int lg_vma_kind(uintptr_t start, uintptr_t end);
 /* LG_VM_* of vma (found at addr) after MADV_DONTNEED refused it: cheap for anonymous memory. */
 int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma);
 
+/*
+ * lines.c: a /proc text file line by line with no malloc() (for callers
+ * holding lg_lock()). lg_lines_next(): 1 and *line (NUL-terminated, no
+ * newline; one longer than the buffer is cut to it), 0 at the end, -errno.
+ */
+struct lg_lines {
+	int fd;
+	size_t len, pos;
+	bool skip;		/* dropping the rest of a line that was cut */
+	char buf[4096];
+};
+int lg_lines_open(struct lg_lines *l, const char *path);
+int lg_lines_next(struct lg_lines *l, char **line);
+void lg_lines_close(struct lg_lines *l);
+
 /* procmaps.c: one line of /proc/PID/maps, as the kernel prints it. */
 struct lg_maps_line {
 	uintptr_t start, end;

@@ -18,6 +18,9 @@
 
 #include <stdlib.h>
 
+#define SLAB_BYTES (64u << 10)
+#define FIRST_BYTES (16u << 10)
+
 struct node {
 	struct lg_rec rec;	/* first: a record is its node */
 	struct node *left, *right;
@@ -39,8 +42,15 @@ static struct {
 	struct node *below, *above;	/* NULL: none there */
 	struct node **above_at;
 } near;
-static struct node *spare;	/* reserved nodes, linked through ->right */
+static struct node *spare;	/* free nodes, linked through ->right */
 static size_t nspare;
+/* The mapped slabs, each a struct slab then nodes. */
+struct slab {
+	struct slab *next;
+};
+static struct slab *slabs;
+static struct node first[FIRST_BYTES / sizeof(struct node)];
+static bool first_carved;
 static uint32_t seed = 2463534242u;
 size_t lg_fallback_live;
 
@@ -52,29 +62,49 @@ static uint32_t next_prio(void)
 	return seed;
 }
 
+/* Put n nodes from v on the free list. */
+static void carve(struct node *v, size_t n)
+{
+	for (size_t i = n; i--;) {
+		v[i].right = spare;
+		spare = &v[i];
+	}
+	nspare += n;
+}
+
 int lg_rec_reserve(size_t n)
 {
-	/*
-	 * Spares are kept up to as many as there are records (or 64): a
-	 * program that guards and unguards at a steady count allocates
-	 * nothing, and one that drops its guards gets the memory back. Only
-	 * here, at the start of a call: its own nodes, once reserved, stay.
-	 */
-	while (nspare > n && nspare > 64 && nspare > lg_fallback_live) {
-		struct node *x = spare;
+	/* past the header, at a node's alignment */
+	size_t skip = (sizeof(struct slab) + _Alignof(struct node) - 1) & ~(_Alignof(struct node) - 1);
 
-		spare = x->right;
-		nspare--;
-		free(x);
+	/*
+	 * No record left: every node is free, so the mapped slabs go back to
+	 * the kernel and the list is made anew from the static one. Only
+	 * here, at the start of a call, when no caller holds a node.
+	 */
+	if (!lg_fallback_live && slabs) {
+		for (struct slab *s = slabs, *next; s; s = next) {
+			next = s->next;
+			lg_munmap(s, SLAB_BYTES);
+		}
+		slabs = NULL;
+		first_carved = false;
+	}
+	if (!first_carved) {
+		spare = NULL;
+		nspare = 0;
+		carve(first, sizeof(first) / sizeof(first[0]));
+		first_carved = true;
 	}
 	while (nspare < n) {
-		struct node *x = malloc(sizeof(*x));
+		long p = lg_mmap_anon(SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE);
+		struct slab *s = (struct slab *)p;
 
-		if (!x)
-			return -ENOMEM;
-		x->right = spare;
-		spare = x;
-		nspare++;
+		if (p < 0 && p > -4096)
+			return (int)p;
+		s->next = slabs;
+		slabs = s;
+		carve((struct node *)((char *)s + skip), (SLAB_BYTES - skip) / sizeof(struct node));
 	}
 	return 0;
 }
@@ -146,7 +176,6 @@ void lg_rec_delete(struct lg_rec *rec)
 	while (*at != x)
 		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
 	*at = join(x->left, x->right);
-	/* a spare now: lg_rec_reserve() gives back what is too many */
 	x->right = spare;
 	spare = x;
 	nspare++;

@@ -17,7 +17,9 @@
  * (640 bytes) when empty. Those are kept: a program that makes and frees
  * one stack at a time would otherwise allocate and free a table each time
  * (and under ASan, whose quarantine keeps freed memory, every fork() after
- * that copies more: test_lock went from 9 s to 66 s).
+ * that copies more: test_lock went from 9 s to 66 s). Tables are mapped,
+ * not malloc()'d: they are resized with the lock held, and an allocator
+ * whose hooks call libguard must not be entered then (records.c).
  *
  * fork(): the mutex is held across it (lock.c), so a child sees the table
  * as it was between two calls, never half-rehashed.
@@ -36,8 +38,6 @@
  */
 #include "internal.h"
 
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #define MIN_CAP 16	/* a power of two, as every capacity */
@@ -45,6 +45,7 @@
 /* A slot is empty when user == 0: no mapping the library makes starts at 0. */
 static struct lg_reg *slots;
 static size_t nslots, nused;
+static struct lg_reg first_tab[MIN_CAP];	/* the smallest table: no mapping of ours */
 
 /* Fibonacci hashing: the top bits of the product depend on every bit of
  * the address, so page-aligned addresses spread as well as any. */
@@ -63,17 +64,23 @@ static size_t find(const struct lg_reg *tab, size_t cap, uintptr_t user)
 	return i;
 }
 
-/* Move every entry into a table of cap slots: 0, or -ENOMEM (unchanged). */
+/* Move every entry into a table of cap slots: 0, or -errno (unchanged). */
 static int resize(size_t cap)
 {
-	struct lg_reg *tab = calloc(cap, sizeof(*tab));
+	long p = cap == MIN_CAP ? (long)first_tab
+				: lg_mmap_anon(cap * sizeof(*slots), PROT_READ | PROT_WRITE, MAP_PRIVATE);
+	struct lg_reg *tab = (struct lg_reg *)p;
 
-	if (!tab)
-		return -ENOMEM;
+	if (p < 0 && p > -4096)
+		return (int)p;
+	if (tab == first_tab)
+		for (size_t i = 0; i < MIN_CAP; i++)
+			first_tab[i].user = 0;
 	for (size_t i = 0; i < nslots; i++)
 		if (slots[i].user)
 			tab[find(tab, cap, slots[i].user)] = slots[i];
-	free(slots);
+	if (slots && slots != first_tab)
+		lg_munmap(slots, nslots * sizeof(*slots));
 	slots = tab;
 	nslots = cap;
 	return 0;
