@@ -78,7 +78,7 @@ OVERHEAD_WHAT = {
 ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "collateral-maps",
          "stacks", "stacks-free", "files", "arena-setup", "arena-ops"] + OVERHEAD + [
          "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
-         "fallback-query", "mlock", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
+         "fallback-query", "fallback-query-1vma", "mlock", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
          "audit-vmas"]
 # bench-audit-exec (issue 19): its programs, and the modes each mode is compared with
 AUDIT_EXEC = ["audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3"]
@@ -374,14 +374,15 @@ def targets(d, run="host"):
                         f"floor there {1 / d[(b, 'mprotect-checked', wn, 'speedup_vs_mprotect')]:.2f}x)",
                         own[wn] <= 5))
     # issue 30: guard_query() over N fallback guards, per guard, against a PROCMAP_QUERY per guard
-    qn = sorted(n for (bb, m, n, met) in d
-                if bb == "fallback-query" and m == "libguard" and met == "ns_per_guard")
-    if qn:
-        out.append(("(context) fallback-query: guard_query() ns per fallback guard / a "
-                    "PROCMAP_QUERY per guard",
-                    ", ".join(f"N = {n:,}: {d[('fallback-query', 'libguard', n, 'ns_per_guard')]:.0f}"
-                              f" / {d.get(('fallback-query', 'procmap-per-guard', n, 'ns_per_guard'), 0):.0f}"
-                              for n in qn), None))
+    for qb in ("fallback-query", "fallback-query-1vma"):
+        qn = sorted(n for (bb, m, n, met) in d
+                    if bb == qb and m == "libguard" and met == "ns_per_guard")
+        if qn:
+            out.append((f"(context) {qb}: guard_query() ns per fallback guard / a "
+                        "PROCMAP_QUERY per guard",
+                        ", ".join(f"N = {n:,}: {d[(qb, 'libguard', n, 'ns_per_guard')]:.0f}"
+                                  f" / {d.get((qb, 'procmap-per-guard', n, 'ns_per_guard'), 0):.0f}"
+                                  for n in qn), None))
     # 6: mlock linear: twice the guards cost at most 2.5x the time
     a, b2 = (d.get(("mlock", "libguard-fallback", n, "ns_per_guard")) for n in (1000, 2000))
     if a and b2:

@@ -451,6 +451,9 @@ void lg_rec_delete(struct lg_rec *rec);
 /* The first record ending above addr / the last starting below it, or NULL. */
 struct lg_rec *lg_rec_first_above(uintptr_t addr);
 struct lg_rec *lg_rec_before(uintptr_t addr);
+/* The record after / before rec in address order, or NULL: O(1). */
+struct lg_rec *lg_rec_next(const struct lg_rec *rec);
+struct lg_rec *lg_rec_prev(const struct lg_rec *rec);
 /* Both neighbours of addr in one descent: the last record starting below it, the first at or above. */
 void lg_rec_around(uintptr_t addr, struct lg_rec **lo, struct lg_rec **hi);
 extern size_t lg_fallback_live LG_INTERNAL;	/* records held, readable without the lock */

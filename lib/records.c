@@ -24,10 +24,11 @@
 struct node {
 	struct lg_rec rec;	/* first: a record is its node */
 	struct node *left, *right;
+	struct node *prev, *next;	/* address order: a record's neighbours in O(1) */
 	uint32_t prio;
 };
 
-static struct node *root;
+static struct node *root, *head;
 
 /*
  * Two records next to each other in address order, and where the tree
@@ -158,6 +159,19 @@ struct lg_rec *lg_rec_insert(const struct lg_rec *rec)
 	x->left = x->right = NULL;
 	x->prio = next_prio();
 	near.valid = false;
+	/* its neighbours in address order: the last record starting below it */
+	x->prev = NULL;
+	for (struct node *t = root; t;)
+		if (t->rec.start < rec->start) {
+			x->prev = t;
+			t = t->right;
+		} else {
+			t = t->left;
+		}
+	x->next = x->prev ? x->prev->next : head;
+	*(x->prev ? &x->prev->next : &head) = x;
+	if (x->next)
+		x->next->prev = x;
 	while (*at && (*at)->prio >= x->prio)
 		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
 	split(*at, rec->start, &x->left, &x->right);
@@ -176,6 +190,9 @@ void lg_rec_delete(struct lg_rec *rec)
 	while (*at != x)
 		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
 	*at = join(x->left, x->right);
+	*(x->prev ? &x->prev->next : &head) = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
 	x->right = spare;
 	spare = x;
 	nspare++;
@@ -240,4 +257,18 @@ void lg_rec_around(uintptr_t addr, struct lg_rec **lo, struct lg_rec **hi)
 		*hi = lg_rec_first_above(near.above->rec.end);
 	else
 		*hi = near.above ? &near.above->rec : NULL;
+}
+
+struct lg_rec *lg_rec_next(const struct lg_rec *rec)
+{
+	struct node *x = ((const struct node *)rec)->next;
+
+	return x ? &x->rec : NULL;
+}
+
+struct lg_rec *lg_rec_prev(const struct lg_rec *rec)
+{
+	struct node *x = ((const struct node *)rec)->prev;
+
+	return x ? &x->rec : NULL;
 }
