@@ -129,45 +129,53 @@ static void remove_at(size_t i)
 	nused--;
 }
 
-/* Remove the entry for exactly [user, user_end); with out, copy it first. */
-static int take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
+/* The slot of the entry for exactly [user, user_end), or nslots if none; with lg_lock() held. */
+static size_t slot_of(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind)
 {
-	int ret = -EINVAL;
+	size_t i;
 
-	lg_lock();
-	if (nslots && user) {
-		size_t i = find(slots, nslots, user);
-
-		if (slots[i].user && slots[i].kind == kind && slots[i].user_end == user_end) {
-			if (out)
-				*out = slots[i];
-			remove_at(i);
-			ret = 0;
-			/* memory follows use: a failed shrink keeps the larger table */
-			if (nslots > MIN_CAP && 8 * nused <= nslots)
-				resize(nused ? nslots / 2 : MIN_CAP);
-		}
-	}
-	lg_unlock();
-	return ret;
+	if (!nslots || !user)
+		return nslots;
+	i = find(slots, nslots, user);
+	return slots[i].user && slots[i].kind == kind && slots[i].user_end == user_end ? i
+										     : nslots;
 }
 
 /* A copy of the entry for exactly [user, user_end): 0, or -EINVAL if none. */
 static int lookup(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
 {
 	int ret = -EINVAL;
+	size_t i;
 
 	lg_lock();
-	if (nslots && user) {
-		size_t i = find(slots, nslots, user);
-
-		if (slots[i].user && slots[i].kind == kind && slots[i].user_end == user_end) {
-			*out = slots[i];
-			ret = 0;
-		}
+	i = slot_of(user, user_end, kind);
+	if (i < nslots) {
+		*out = slots[i];
+		ret = 0;
 	}
 	lg_unlock();
 	return ret;
+}
+
+/* Remove the entry for exactly [user, user_end); with out, copy it first. */
+static int take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
+{
+	size_t i;
+	bool found;
+
+	lg_lock();
+	i = slot_of(user, user_end, kind);
+	found = i < nslots;
+	if (found) {
+		if (out)
+			*out = slots[i];
+		remove_at(i);
+		/* memory follows use: a failed shrink keeps the larger table */
+		if (nslots > MIN_CAP && 8 * nused <= nslots)
+			resize(nused ? nslots / 2 : MIN_CAP);
+	}
+	lg_unlock();
+	return found ? 0 : -EINVAL;	/* after a shrink, i says nothing */
 }
 
 /* Does v hold the object r's usable part was mapped from (protection aside)? */
