@@ -22,7 +22,10 @@
  * fallback-query: one guard_query() over a range holding N one-page
  * fallback guards one page apart (N = 100, 1000, 2000), against the floor
  * of one PROCMAP_QUERY per guard ("procmap-per-guard", what the query
- * cost before issue 30); ns_per_guard.
+ * cost before issue 30); ns_per_guard. fallback-query-1vma: the same over
+ * N one-page guards on adjacent pages, every other one PROT_READ before:
+ * N records (their protections differ) in one PROT_NONE VMA, which one
+ * PROCMAP_QUERY answers for.
  *
  * mlock: N = 1000 and 2000 one-page guards with guard_install(0) in an
  * mlock()ed mapping (native guards are refused there, so every guard falls
@@ -124,26 +127,31 @@ static int run_mlock(size_t n, uint64_t *ns)
 	return ret;
 }
 
-/* One guard_query() (or one PROCMAP_QUERY per guard) over n fallback guards. */
-static int run_query(bool floor, size_t n, uint64_t *ns)
+/*
+ * One guard_query() (or one PROCMAP_QUERY per guard) over n fallback
+ * guards, one page apart or (one_vma) adjacent, in one VMA.
+ */
+static int run_query(bool floor, bool one_vma, size_t n, uint64_t *ns)
 {
-	size_t page = bench_page(), len = 2 * n * page;
+	size_t page = bench_page(), step = one_vma ? 1 : 2, len = step * n * page;
 	char *base = bench_map(len);
-	unsigned char *vec = malloc(2 * n);
+	unsigned char *vec = malloc(step * n);
 	uint64_t t0;
 	int ret = 0;
 
+	for (size_t i = 0; i < n && one_vma && !ret; i += 2)
+		ret = mprotect(base + i * page, page, PROT_READ) ? errno : 0;
 	for (size_t i = 0; i < n && !ret; i++)
-		ret = -guard_install(base + (2 * i + 1) * page, page, GUARD_FALLBACK);
+		ret = -guard_install(base + (step * i + step - 1) * page, page, GUARD_FALLBACK);
 	t0 = bench_now_ns();
 	if (!ret && floor)
 		for (size_t i = 0; i < n && !ret; i++)
-			ret = check(base + (2 * i + 1) * page);
+			ret = check(base + (step * i + step - 1) * page);
 	else if (!ret)
 		ret = -guard_query(base, len, vec);
 	*ns = bench_now_ns() - t0;
-	for (size_t i = 0; !ret && !floor && i < 2 * n; i++)
-		if (vec[i] != (i % 2 ? GUARD_QUERY_FALLBACK : 0))
+	for (size_t i = 0; !ret && !floor && i < step * n; i++)
+		if (vec[i] != (i % step == step - 1 ? GUARD_QUERY_FALLBACK : 0))
 			ret = EPROTO;	/* a wrong answer is no measurement */
 	guard_remove(base, len, GUARD_FALLBACK);
 	munmap(base, len);
@@ -206,18 +214,22 @@ int main(int argc, char **argv)
 				}
 			}
 		}
-		for (size_t n = 100; n <= 2000 && (!o.only || !strcmp(o.only, "fallback-query"));
-		     n = n == 100 ? 1000 : n + 1000) {
-			for (int floor = 0; floor < 2; floor++) {
-				uint64_t ns = 0;
-				int ret = run_query(floor, n, &ns);
+		for (int one = 0; one < 2; one++) {
+			const char *qb = one ? "fallback-query-1vma" : "fallback-query";
 
-				if (ret)
-					bench_emit("fallback-query", floor ? "procmap-per-guard" : "libguard",
-						   (long)n, "failed_errno", 0, ret, "errno");
-				else
-					bench_emit("fallback-query", floor ? "procmap-per-guard" : "libguard",
-						   (long)n, "ns_per_guard", rep, (double)ns / (double)n, "ns");
+			for (size_t n = 100; n <= 2000 && (!o.only || !strcmp(o.only, qb));
+			     n = n == 100 ? 1000 : n + 1000) {
+				for (int floor = 0; floor < 2; floor++) {
+					const char *m = floor ? "procmap-per-guard" : "libguard";
+					uint64_t ns = 0;
+					int ret = run_query(floor, one, n, &ns);
+
+					if (ret)
+						bench_emit(qb, m, (long)n, "failed_errno", 0, ret, "errno");
+					else
+						bench_emit(qb, m, (long)n, "ns_per_guard", rep,
+							   (double)ns / (double)n, "ns");
+				}
 			}
 		}
 		if (o.only && strcmp(o.only, "mlock"))

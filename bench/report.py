@@ -42,7 +42,7 @@ RUNS = ["host", "vm-patched", "vm-stock"]
 MODES = ["native", "native-batched", "mprotect", "mprotect-checked", "libguard-native",
          "libguard-look", "libguard-fallback", "glibc-default", "no-audit", "null-audit",
          "null-audit-libc", "libguard-audit", "newest-first", "oldest-first", "random",
-         "munmap-random"]
+         "munmap-random", "libguard", "procmap-per-guard"]
 # The mode every other mode of a benchmark is compared with.
 BASELINE = {
     "scaling": ["mprotect"],
@@ -61,7 +61,7 @@ FALLBACK_BENCHES = ["fallback-install-1p", "fallback-remove-1p", "fallback-insta
 OVERHEAD = ([f"overhead-install-{p}p" for p in (1, 4, 16, 512)]
             + [f"overhead-remove-{p}p" for p in (1, 4, 16, 512)]
             + [f"overhead-batch-{b}x{p}p" for p in (1, 4) for b in (1, 16, 1024)]
-            + ["overhead-map"])
+            + ["overhead-batch-64x4p", "overhead-map"])
 OVERHEAD_RAW = {b: "native-batched" if b.startswith("overhead-batch") else "native"
                 for b in OVERHEAD}
 OVERHEAD_WHAT = {
@@ -71,12 +71,14 @@ OVERHEAD_WHAT = {
     **{f"overhead-batch-{b}x{p}p": f"guard_install_batch(), {b} range(s) of {p} page(s) per call"
        + (" (GUARD_FRESH)" if p > 1 else "") + " vs process_madvise()"
        for p in (1, 4) for b in (1, 16, 1024)},
+    "overhead-batch-64x4p": "guard_install_batch(), 64 range(s) of 4 page(s) per call"
+                            " (GUARD_FRESH) vs process_madvise()",
     "overhead-map": "guard_map_anon() + guard_unmap() vs mmap() + 2 madvise() + munmap()",
 }
 ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "collateral-maps",
          "stacks", "stacks-free", "files", "arena-setup", "arena-ops"] + OVERHEAD + [
          "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
-         "mlock", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
+         "fallback-query", "fallback-query-1vma", "mlock", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
          "audit-vmas"]
 # bench-audit-exec (issue 19): its programs, and the modes each mode is compared with
 AUDIT_EXEC = ["audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3"]
@@ -331,7 +333,14 @@ def targets(d, run="host"):
                     txt += f", the rest {v - hole:.1f} pp: argued by the floor"
                     met = None
         out.append((f"overhead: {what} within 5% of raw", txt, met))
-        if (b, "libguard-look", n, "overhead_pct") in d:
+        if b.startswith("overhead-batch") and (b, "libguard-look", n, "overhead_pct") in d:
+            # issue 28, item 6: the default batch, which looks first, ≤ ~1.8x process_madvise()
+            v = d[(b, "libguard-look", n, "overhead_pct")]
+            out.append((f"overhead: {b}: guard_install_batch(0), which looks first, "
+                        "≤ 1.8x process_madvise()",
+                        f"{1 + v / 100:.2f}x ({cell(d, b, 'libguard-look', n, 'overhead_pct')})",
+                        v <= 80))
+        elif (b, "libguard-look", n, "overhead_pct") in d:
             out.append((f"(context) overhead: {b}: guard_install(0), which looks first, vs raw / "
                         "the look alone (PAGEMAP_SCAN) / a null system call",
                         cell(d, b, "libguard-look", n, "overhead_pct") + " / " +
@@ -354,6 +363,26 @@ def targets(d, run="host"):
             txt += (f"; floor at that N: mprotect + the record check's PROCMAP_QUERY "
                     f"{1 / fl:.2f}x, the library's own code {(r - 1 / fl) * 100:+.0f}% of mprotect")
         out.append((name, txt, r <= 1.3))
+        # issue 28, item 5: the library's own share over the floor, at every N
+        own = {n: (1 / d[(b, "libguard-fallback", n, "speedup_vs_mprotect")]
+                   - 1 / d[(b, "mprotect-checked", n, "speedup_vs_mprotect")]) * 100
+               for n in ns if d.get((b, "mprotect-checked", n, "speedup_vs_mprotect"))}
+        if own:
+            wn = max(own, key=own.get)
+            out.append((f"{b}: the library's own code ≤ +5% of mprotect over the floor at every N",
+                        f"{min(own.values()):+.0f}%..{own[wn]:+.0f}% (worst at N = {wn:,}; "
+                        f"floor there {1 / d[(b, 'mprotect-checked', wn, 'speedup_vs_mprotect')]:.2f}x)",
+                        own[wn] <= 5))
+    # issue 30: guard_query() over N fallback guards, per guard, against a PROCMAP_QUERY per guard
+    for qb in ("fallback-query", "fallback-query-1vma"):
+        qn = sorted(n for (bb, m, n, met) in d
+                    if bb == qb and m == "libguard" and met == "ns_per_guard")
+        if qn:
+            out.append((f"(context) {qb}: guard_query() ns per fallback guard / a "
+                        "PROCMAP_QUERY per guard",
+                        ", ".join(f"N = {n:,}: {d[(qb, 'libguard', n, 'ns_per_guard')]:.0f}"
+                                  f" / {d.get((qb, 'procmap-per-guard', n, 'ns_per_guard'), 0):.0f}"
+                                  for n in qn), None))
     # 6: mlock linear: twice the guards cost at most 2.5x the time
     a, b2 = (d.get(("mlock", "libguard-fallback", n, "ns_per_guard")) for n in (1000, 2000))
     if a and b2:

@@ -23,7 +23,6 @@
  */
 #include "internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -59,27 +58,79 @@ static bool continues(const struct lg_rec *a, const struct lg_rec *b)
  * the same object, and where v reaches past r, that is through records
  * adjacent to r of the same object, or at an end where r (or the last of
  * them) ended its VMA when it was protected, so that the kernel may have
- * merged it with a PROT_NONE neighbour there.
+ * merged it with a PROT_NONE neighbour there. Below and above r apart:
+ * lo_holds() and hi_holds().
  */
-static bool same_vma(const struct lg_rec *r, const struct lg_vma *v)
+static bool lo_holds(const struct lg_rec *p, const struct lg_vma *v)
 {
-	const struct lg_rec *p, *q;
+	const struct lg_rec *q;
 
-	if (v->prot != PROT_NONE || !same_object(r, v))
-		return false;
-	for (p = r; v->start < p->start; p = q) {
-		q = lg_rec_before(p->start);
+	for (; v->start < p->start; p = q) {
+		q = lg_rec_prev(p);
 		if (!q || q->end != p->start || !same_object(q, v))
-			break;
+			return p->edge_lo;
 	}
-	if (v->start < p->start && !p->edge_lo)
-		return false;
-	for (p = r; v->end > p->end; p = q) {
-		q = lg_rec_first_above(p->end);
+	return true;
+}
+
+/* The last record of r's run up v's end (adjacent, the same object): where hi_holds() stops. */
+static const struct lg_rec *hi_run_end(const struct lg_rec *p, const struct lg_vma *v)
+{
+	const struct lg_rec *q;
+
+	for (; v->end > p->end; p = q) {
+		q = lg_rec_next(p);
 		if (!q || q->start != p->end || !same_object(q, v))
 			break;
 	}
-	return v->end <= p->end || p->edge_hi;
+	return p;
+}
+
+static bool hi_holds(const struct lg_rec *run_end, const struct lg_vma *v)
+{
+	return v->end <= run_end->end || run_end->edge_hi;
+}
+
+static bool same_vma(const struct lg_rec *r, const struct lg_vma *v)
+{
+	return v->prot == PROT_NONE && same_object(r, v) && lo_holds(r, v) &&
+	       hi_holds(hi_run_end(r, v), v);
+}
+
+/*
+ * same_vma() for the records meeting one VMA, in address order, in O(1)
+ * each: what the walks of one record find is its neighbour's answer (a
+ * run of adjacent records of the same object shares its ends), so a VMA
+ * holding k records costs O(k), not O(k^2).
+ */
+struct vma_check {
+	const struct lg_vma *v;
+	const struct lg_rec *prev;	/* the record asked before, and its lo_holds() */
+	bool prev_lo;
+	const struct lg_rec *run_end;	/* the run being asked about, and its hi_holds() */
+	bool run_hi;
+};
+
+static bool vma_holds(struct vma_check *c, const struct lg_rec *r)
+{
+	const struct lg_vma *v = c->v;
+	const struct lg_rec *q = lg_rec_prev(r);
+	bool lo;
+
+	if (c->prev && c->prev == q)
+		lo = v->start >= r->start ||
+		     (q->end == r->start && same_object(q, v) ? c->prev_lo : r->edge_lo);
+	else
+		lo = lo_holds(r, v);
+	c->prev = r;
+	c->prev_lo = lo;
+	if (v->prot != PROT_NONE || !same_object(r, v) || !lo)
+		return false;
+	if (!c->run_end || r->start >= c->run_end->end) {
+		c->run_end = hi_run_end(r, v);
+		c->run_hi = hi_holds(c->run_end, v);
+	}
+	return c->run_hi;
 }
 
 /* A piece of a call's plan: an interval with what to do to it. */
@@ -87,9 +138,16 @@ struct piece {
 	struct lg_rec rec;	/* the record it makes, or the protection it restores */
 };
 
+/*
+ * Built with lg_lock() held: beyond its first pieces it grows in memory
+ * mapped for it, never malloc()'s (records.c says why); a fixed plan
+ * (guard_query()'s, in steps) does not grow: -ENOSPC when full.
+ */
 struct plan {
 	size_t n, cap;
 	struct piece *v;
+	bool fixed;
+	bool merge;		/* a piece that continues the last one extends it */
 	struct piece inline_v[4];
 };
 
@@ -98,27 +156,43 @@ static void plan_init(struct plan *p)
 	p->n = 0;
 	p->cap = sizeof(p->inline_v) / sizeof(p->inline_v[0]);
 	p->v = p->inline_v;
+	p->fixed = p->merge = false;
+}
+
+static void plan_init_fixed(struct plan *p, struct piece *v, size_t cap, bool merge)
+{
+	p->n = 0;
+	p->cap = cap;
+	p->v = v;
+	p->fixed = true;
+	p->merge = merge;
 }
 
 static void plan_free(struct plan *p)
 {
-	if (p->v != p->inline_v)
-		free(p->v);
+	if (p->v != p->inline_v && !p->fixed)
+		lg_munmap(p->v, p->cap * sizeof(*p->v));
 }
 
 static int plan_add(struct plan *p, const struct lg_rec *rec)
 {
+	if (p->merge && p->n && p->v[p->n - 1].rec.end == rec->start) {
+		p->v[p->n - 1].rec.end = rec->end;
+		return 0;
+	}
+	if (p->n == p->cap && p->fixed)
+		return -ENOSPC;
 	if (p->n == p->cap) {
-		size_t cap = 2 * p->cap;
-		struct piece *v = malloc(cap * sizeof(*v));
+		size_t page = lg_page_size();
+		size_t bytes = (2 * p->cap * sizeof(*p->v) + page - 1) & ~(page - 1);
+		long v = lg_mmap_anon(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE);
 
-		if (!v)
-			return -ENOMEM;
-		memcpy(v, p->v, p->n * sizeof(*v));
-		if (p->v != p->inline_v)
-			free(p->v);
-		p->v = v;
-		p->cap = cap;
+		if (v < 0 && v > -4096)
+			return (int)v;
+		memcpy((void *)v, p->v, p->n * sizeof(*p->v));
+		plan_free(p);
+		p->v = (struct piece *)v;
+		p->cap = bytes / sizeof(*p->v);
 	}
 	p->v[p->n++].rec = *rec;
 	return 0;
@@ -365,19 +439,24 @@ int lg_fallback_install(uintptr_t start, uintptr_t end)
  * The recorded parts of [start, end) that still hold, with their recorded
  * protection, into *keep; the stale ones into *stale. With check_holes,
  * -ENOMEM for a hole anywhere in the range (msync() where there are no
- * records, one PROCMAP_QUERY per VMA where there are).
+ * records, one PROCMAP_QUERY per VMA where there are). One PROCMAP_QUERY
+ * answers for every record in its VMA, and the records are walked in
+ * address order from one lookup: O(log n + k) in the records. A fixed
+ * plan that fills up ends the walk early: *done is where it stopped (end
+ * when it did not).
  */
 static int plan_recorded(uintptr_t start, uintptr_t end, bool check_holes, struct plan *keep,
-			 struct plan *stale)
+			 struct plan *stale, uintptr_t *done)
 {
+	struct lg_rec *r = lg_rec_first_above(start);
 	uintptr_t at = start;
 	int ret = 0;
 
 	while (!ret && at < end) {
-		struct lg_rec *r = lg_rec_first_above(at);
+		struct vma_check c = { 0 };
 		struct lg_rec piece;
 		struct lg_vma v;
-		uintptr_t to;
+		uintptr_t to, stop;
 
 		if (!r || r->start >= end) {
 			if (check_holes)
@@ -399,17 +478,36 @@ static int plan_recorded(uintptr_t start, uintptr_t end, bool check_holes, struc
 			to = min_u(to, end);
 			piece = (struct lg_rec){ .start = at, .end = to };
 			ret = check_holes ? -ENOMEM : plan_add(stale, &piece);
+			if (ret == -ENOSPC)
+				break;
 			at = to;
+			if (at == r->end)
+				r = lg_rec_next(r);
 			continue;
 		}
-		to = min_u(min_u(v.end, r->end), end);
-		piece = *r;
-		piece.start = at;
-		piece.end = to;
-		ret = plan_add(same_vma(r, &v) ? keep : stale, &piece);
-		at = to;
+		/* the VMA answers for every record meeting it; no hole inside it */
+		c.v = &v;
+		stop = min_u(v.end, end);
+		ret = 0;
+		while (!ret && r && r->start < stop) {
+			to = min_u(r->end, stop);
+			piece = *r;
+			piece.start = max_u(at, r->start);
+			piece.end = to;
+			ret = plan_add(vma_holds(&c, r) ? keep : stale, &piece);
+			if (ret == -ENOSPC)
+				at = piece.start;
+			if (ret)
+				break;
+			if (to < r->end)
+				break;	/* r goes on past this VMA */
+			r = lg_rec_next(r);
+		}
+		if (!ret)
+			at = stop;
 	}
-	return ret;
+	*done = ret == -ENOSPC ? at : end;
+	return ret == -ENOSPC ? 0 : ret;
 }
 
 /*
@@ -420,12 +518,13 @@ int lg_fallback_remove(uintptr_t start, uintptr_t end)
 {
 	struct plan keep, stale;
 	size_t done = 0;
+	uintptr_t done_to;
 	int ret;
 
 	plan_init(&keep);
 	plan_init(&stale);
 	lg_lock();
-	ret = plan_recorded(start, end, true, &keep, &stale);
+	ret = plan_recorded(start, end, true, &keep, &stale, &done_to);
 	if (!ret)
 		ret = lg_rec_reserve(1);
 	/* As in lg_fallback_install(): the failed piece is undone too. */
@@ -461,24 +560,32 @@ void lg_fallback_forget(uintptr_t start, uintptr_t end)
 	lg_unlock();
 }
 
+/*
+ * In steps of a plan on the stack: no memory to map and give back (whose
+ * TLB shootdown cost more than the walk), and vec written without the lock.
+ */
 int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec)
 {
-	struct plan keep, stale;
+	struct piece keep_v[64], stale_v[16];
 	size_t page = lg_page_size();
-	int ret;
+	uintptr_t at = start;
+	int ret = 0;
 
-	plan_init(&keep);
-	plan_init(&stale);
-	lg_lock();
-	ret = plan_recorded(start, end, false, &keep, &stale);
-	/* Stale records are forgotten here too, where a node is to be had. */
-	for (size_t i = 0; !ret && i < stale.n && !lg_rec_reserve(1); i++)
-		carve(stale.v[i].rec.start, stale.v[i].rec.end);
-	lg_unlock();
-	for (size_t i = 0; !ret && i < keep.n; i++)
-		for (uintptr_t p = keep.v[i].rec.start; p < keep.v[i].rec.end; p += page)
-			vec[(p - start) / page] |= GUARD_QUERY_FALLBACK;
-	plan_free(&keep);
-	plan_free(&stale);
+	while (!ret && at < end) {
+		struct plan keep, stale;
+		uintptr_t from = at;
+
+		plan_init_fixed(&keep, keep_v, sizeof(keep_v) / sizeof(keep_v[0]), true);
+		plan_init_fixed(&stale, stale_v, sizeof(stale_v) / sizeof(stale_v[0]), false);
+		lg_lock();
+		ret = plan_recorded(from, end, false, &keep, &stale, &at);
+		/* Stale records are forgotten here too, where a node is to be had. */
+		for (size_t i = 0; !ret && i < stale.n && !lg_rec_reserve(1); i++)
+			carve(stale.v[i].rec.start, stale.v[i].rec.end);
+		lg_unlock();
+		for (size_t i = 0; !ret && i < keep.n; i++)
+			for (uintptr_t p = keep.v[i].rec.start; p < keep.v[i].rec.end; p += page)
+				vec[(p - start) / page] |= GUARD_QUERY_FALLBACK;
+	}
 	return ret;
 }

@@ -271,6 +271,21 @@ int lg_vma_kind(uintptr_t start, uintptr_t end);
 /* LG_VM_* of vma (found at addr) after MADV_DONTNEED refused it: cheap for anonymous memory. */
 int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma);
 
+/*
+ * lines.c: a /proc text file line by line with no malloc() (for callers
+ * holding lg_lock()). lg_lines_next(): 1 and *line (NUL-terminated, no
+ * newline; one longer than the buffer is cut to it), 0 at the end, -errno.
+ */
+struct lg_lines {
+	int fd;
+	size_t len, pos;
+	bool skip;		/* dropping the rest of a line that was cut */
+	char buf[4096];
+};
+int lg_lines_open(struct lg_lines *l, const char *path);
+int lg_lines_next(struct lg_lines *l, char **line);
+void lg_lines_close(struct lg_lines *l);
+
 /* procmaps.c: one line of /proc/PID/maps, as the kernel prints it. */
 struct lg_maps_line {
 	uintptr_t start, end;
@@ -436,6 +451,9 @@ void lg_rec_delete(struct lg_rec *rec);
 /* The first record ending above addr / the last starting below it, or NULL. */
 struct lg_rec *lg_rec_first_above(uintptr_t addr);
 struct lg_rec *lg_rec_before(uintptr_t addr);
+/* The record after / before rec in address order, or NULL: O(1). */
+struct lg_rec *lg_rec_next(const struct lg_rec *rec);
+struct lg_rec *lg_rec_prev(const struct lg_rec *rec);
 /* Both neighbours of addr in one descent: the last record starting below it, the first at or above. */
 void lg_rec_around(uintptr_t addr, struct lg_rec **lo, struct lg_rec **hi);
 extern size_t lg_fallback_live LG_INTERNAL;	/* records held, readable without the lock */

@@ -51,8 +51,8 @@
  * while the thread goes on to wait for ours, and a fork() in between
  * leaves the child that runtime lock held by a thread it does not have
  * (tests/test_mutex.c hung so under TSan in 2 of 20 runs of the tsan
- * suite). The mutex is a leaf: nothing takes another lock under it but
- * malloc().
+ * suite). The mutex is a leaf: nothing takes another lock under it, not
+ * even malloc()'s (records.c says why).
  */
 static int word;
 

@@ -18,13 +18,17 @@
 
 #include <stdlib.h>
 
+#define SLAB_BYTES (64u << 10)
+#define FIRST_BYTES (16u << 10)
+
 struct node {
 	struct lg_rec rec;	/* first: a record is its node */
 	struct node *left, *right;
+	struct node *prev, *next;	/* address order: a record's neighbours in O(1) */
 	uint32_t prio;
 };
 
-static struct node *root;
+static struct node *root, *head;
 
 /*
  * Two records next to each other in address order, and where the tree
@@ -39,8 +43,15 @@ static struct {
 	struct node *below, *above;	/* NULL: none there */
 	struct node **above_at;
 } near;
-static struct node *spare;	/* reserved nodes, linked through ->right */
+static struct node *spare;	/* free nodes, linked through ->right */
 static size_t nspare;
+/* The mapped slabs, each a struct slab then nodes. */
+struct slab {
+	struct slab *next;
+};
+static struct slab *slabs;
+static struct node first[FIRST_BYTES / sizeof(struct node)];
+static bool first_carved;
 static uint32_t seed = 2463534242u;
 size_t lg_fallback_live;
 
@@ -52,29 +63,49 @@ static uint32_t next_prio(void)
 	return seed;
 }
 
+/* Put n nodes from v on the free list. */
+static void carve(struct node *v, size_t n)
+{
+	for (size_t i = n; i--;) {
+		v[i].right = spare;
+		spare = &v[i];
+	}
+	nspare += n;
+}
+
 int lg_rec_reserve(size_t n)
 {
-	/*
-	 * Spares are kept up to as many as there are records (or 64): a
-	 * program that guards and unguards at a steady count allocates
-	 * nothing, and one that drops its guards gets the memory back. Only
-	 * here, at the start of a call: its own nodes, once reserved, stay.
-	 */
-	while (nspare > n && nspare > 64 && nspare > lg_fallback_live) {
-		struct node *x = spare;
+	/* past the header, at a node's alignment */
+	size_t skip = (sizeof(struct slab) + _Alignof(struct node) - 1) & ~(_Alignof(struct node) - 1);
 
-		spare = x->right;
-		nspare--;
-		free(x);
+	/*
+	 * No record left: every node is free, so the mapped slabs go back to
+	 * the kernel and the list is made anew from the static one. Only
+	 * here, at the start of a call, when no caller holds a node.
+	 */
+	if (!lg_fallback_live && slabs) {
+		for (struct slab *s = slabs, *next; s; s = next) {
+			next = s->next;
+			lg_munmap(s, SLAB_BYTES);
+		}
+		slabs = NULL;
+		first_carved = false;
+	}
+	if (!first_carved) {
+		spare = NULL;
+		nspare = 0;
+		carve(first, sizeof(first) / sizeof(first[0]));
+		first_carved = true;
 	}
 	while (nspare < n) {
-		struct node *x = malloc(sizeof(*x));
+		long p = lg_mmap_anon(SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE);
+		struct slab *s = (struct slab *)p;
 
-		if (!x)
-			return -ENOMEM;
-		x->right = spare;
-		spare = x;
-		nspare++;
+		if (p < 0 && p > -4096)
+			return (int)p;
+		s->next = slabs;
+		slabs = s;
+		carve((struct node *)((char *)s + skip), (SLAB_BYTES - skip) / sizeof(struct node));
 	}
 	return 0;
 }
@@ -128,6 +159,19 @@ struct lg_rec *lg_rec_insert(const struct lg_rec *rec)
 	x->left = x->right = NULL;
 	x->prio = next_prio();
 	near.valid = false;
+	/* its neighbours in address order: the last record starting below it */
+	x->prev = NULL;
+	for (struct node *t = root; t;)
+		if (t->rec.start < rec->start) {
+			x->prev = t;
+			t = t->right;
+		} else {
+			t = t->left;
+		}
+	x->next = x->prev ? x->prev->next : head;
+	*(x->prev ? &x->prev->next : &head) = x;
+	if (x->next)
+		x->next->prev = x;
 	while (*at && (*at)->prio >= x->prio)
 		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
 	split(*at, rec->start, &x->left, &x->right);
@@ -146,7 +190,9 @@ void lg_rec_delete(struct lg_rec *rec)
 	while (*at != x)
 		at = rec->start < (*at)->rec.start ? &(*at)->left : &(*at)->right;
 	*at = join(x->left, x->right);
-	/* a spare now: lg_rec_reserve() gives back what is too many */
+	*(x->prev ? &x->prev->next : &head) = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
 	x->right = spare;
 	spare = x;
 	nspare++;
@@ -211,4 +257,18 @@ void lg_rec_around(uintptr_t addr, struct lg_rec **lo, struct lg_rec **hi)
 		*hi = lg_rec_first_above(near.above->rec.end);
 	else
 		*hi = near.above ? &near.above->rec : NULL;
+}
+
+struct lg_rec *lg_rec_next(const struct lg_rec *rec)
+{
+	struct node *x = ((const struct node *)rec)->next;
+
+	return x ? &x->rec : NULL;
+}
+
+struct lg_rec *lg_rec_prev(const struct lg_rec *rec)
+{
+	struct node *x = ((const struct node *)rec)->prev;
+
+	return x ? &x->rec : NULL;
 }

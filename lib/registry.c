@@ -17,7 +17,9 @@
  * (640 bytes) when empty. Those are kept: a program that makes and frees
  * one stack at a time would otherwise allocate and free a table each time
  * (and under ASan, whose quarantine keeps freed memory, every fork() after
- * that copies more: test_lock went from 9 s to 66 s).
+ * that copies more: test_lock went from 9 s to 66 s). Tables are mapped,
+ * not malloc()'d: they are resized with the lock held, and an allocator
+ * whose hooks call libguard must not be entered then (records.c).
  *
  * fork(): the mutex is held across it (lock.c), so a child sees the table
  * as it was between two calls, never half-rehashed.
@@ -36,8 +38,6 @@
  */
 #include "internal.h"
 
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #define MIN_CAP 16	/* a power of two, as every capacity */
@@ -45,6 +45,7 @@
 /* A slot is empty when user == 0: no mapping the library makes starts at 0. */
 static struct lg_reg *slots;
 static size_t nslots, nused;
+static struct lg_reg first_tab[MIN_CAP];	/* the smallest table: no mapping of ours */
 
 /* Fibonacci hashing: the top bits of the product depend on every bit of
  * the address, so page-aligned addresses spread as well as any. */
@@ -63,17 +64,23 @@ static size_t find(const struct lg_reg *tab, size_t cap, uintptr_t user)
 	return i;
 }
 
-/* Move every entry into a table of cap slots: 0, or -ENOMEM (unchanged). */
+/* Move every entry into a table of cap slots: 0, or -errno (unchanged). */
 static int resize(size_t cap)
 {
-	struct lg_reg *tab = calloc(cap, sizeof(*tab));
+	long p = cap == MIN_CAP ? (long)first_tab
+				: lg_mmap_anon(cap * sizeof(*slots), PROT_READ | PROT_WRITE, MAP_PRIVATE);
+	struct lg_reg *tab = (struct lg_reg *)p;
 
-	if (!tab)
-		return -ENOMEM;
+	if (p < 0 && p > -4096)
+		return (int)p;
+	if (tab == first_tab)
+		for (size_t i = 0; i < MIN_CAP; i++)
+			first_tab[i].user = 0;
 	for (size_t i = 0; i < nslots; i++)
 		if (slots[i].user)
 			tab[find(tab, cap, slots[i].user)] = slots[i];
-	free(slots);
+	if (slots && slots != first_tab)
+		lg_munmap(slots, nslots * sizeof(*slots));
 	slots = tab;
 	nslots = cap;
 	return 0;
@@ -122,45 +129,53 @@ static void remove_at(size_t i)
 	nused--;
 }
 
-/* Remove the entry for exactly [user, user_end); with out, copy it first. */
-static int take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
+/* The slot of the entry for exactly [user, user_end), or nslots if none; with lg_lock() held. */
+static size_t slot_of(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind)
 {
-	int ret = -EINVAL;
+	size_t i;
 
-	lg_lock();
-	if (nslots && user) {
-		size_t i = find(slots, nslots, user);
-
-		if (slots[i].user && slots[i].kind == kind && slots[i].user_end == user_end) {
-			if (out)
-				*out = slots[i];
-			remove_at(i);
-			ret = 0;
-			/* memory follows use: a failed shrink keeps the larger table */
-			if (nslots > MIN_CAP && 8 * nused <= nslots)
-				resize(nused ? nslots / 2 : MIN_CAP);
-		}
-	}
-	lg_unlock();
-	return ret;
+	if (!nslots || !user)
+		return nslots;
+	i = find(slots, nslots, user);
+	return slots[i].user && slots[i].kind == kind && slots[i].user_end == user_end ? i
+										     : nslots;
 }
 
 /* A copy of the entry for exactly [user, user_end): 0, or -EINVAL if none. */
 static int lookup(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
 {
 	int ret = -EINVAL;
+	size_t i;
 
 	lg_lock();
-	if (nslots && user) {
-		size_t i = find(slots, nslots, user);
-
-		if (slots[i].user && slots[i].kind == kind && slots[i].user_end == user_end) {
-			*out = slots[i];
-			ret = 0;
-		}
+	i = slot_of(user, user_end, kind);
+	if (i < nslots) {
+		*out = slots[i];
+		ret = 0;
 	}
 	lg_unlock();
 	return ret;
+}
+
+/* Remove the entry for exactly [user, user_end); with out, copy it first. */
+static int take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struct lg_reg *out)
+{
+	size_t i;
+	bool found;
+
+	lg_lock();
+	i = slot_of(user, user_end, kind);
+	found = i < nslots;
+	if (found) {
+		if (out)
+			*out = slots[i];
+		remove_at(i);
+		/* memory follows use: a failed shrink keeps the larger table */
+		if (nslots > MIN_CAP && 8 * nused <= nslots)
+			resize(nused ? nslots / 2 : MIN_CAP);
+	}
+	lg_unlock();
+	return found ? 0 : -EINVAL;	/* after a shrink, i says nothing */
 }
 
 /* Does v hold the object r's usable part was mapped from (protection aside)? */

@@ -86,27 +86,21 @@ static atomic_bool no_procmap_query;
 /* Kernels before 6.11: the same answer from the text of the maps file. */
 static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	int found = 0;
+	struct lg_lines f;
+	char *line;
+	int ret = lg_lines_open(&f, "/proc/self/maps");
 
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
+	while (!ret && (ret = lg_lines_next(&f, &line)) > 0) {
 		struct lg_maps_line l;
 
-		if (lg_maps_parse(line, &l))
-			continue;
-		if (l.end > addr) {
+		if (!lg_maps_parse(line, &l) && l.end > addr) {
 			lg_maps_line_vma(&l, vma);
-			found = 1;
 			break;
 		}
+		ret = 0;
 	}
-	free(line);
-	fclose(f);
-	return found;
+	lg_lines_close(&f);
+	return ret;
 }
 
 /* One PROCMAP_QUERY: 1, 0 (nothing at or above addr), or -errno (ENOTTY: none). */
@@ -201,23 +195,20 @@ int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma)
 
 int lg_vma_kind(uintptr_t start, uintptr_t end)
 {
-	FILE *f = fopen("/proc/self/smaps", "re");
-	char *line = NULL;
-	size_t cap = 0;
+	struct lg_lines f;
+	char *line;
 	bool inside = false;
-	int kind = 0;
+	int kind = 0, ret = lg_lines_open(&f, "/proc/self/smaps");
 
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
+	while (!ret && (ret = lg_lines_next(&f, &line)) > 0) {
 		struct lg_maps_line l;
 
 		if (!lg_maps_parse(line, &l))
 			inside = l.start < end && l.end > start;
 		else if (inside && !strncmp(line, "VmFlags:", 8))
 			kind |= lg_vmflags_kind(line + 8);
+		ret = 0;
 	}
-	free(line);
-	fclose(f);
-	return kind;
+	lg_lines_close(&f);
+	return ret < 0 ? ret : kind;
 }

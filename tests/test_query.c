@@ -167,6 +167,52 @@ static void unreportable_kernel(void **state)
 	tmap_free(&m);
 }
 
+/*
+ * Many fallback records: one VMA each (more than the query's step of 64
+ * pieces), then many in one PROT_NONE VMA (their protections differ, so
+ * the records stay apart while the kernel merges the VMAs), which one
+ * PROCMAP_QUERY answers for; a record the caller re-protected in the
+ * middle of that VMA is not reported, its neighbours still are.
+ */
+static void many_fallback_records(void **state)
+{
+	enum { N = 300 };
+	char *p = mmap(NULL, 2 * N * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *vec = malloc(2 * N);
+
+	(void)state;
+	assert_true(p != MAP_FAILED && vec);
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(guard_install(p + (2 * i + 1) * pg, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(guard_query(p, 2 * N * pg, vec), 0);
+	for (size_t i = 0; i < 2 * N; i++)
+		assert_int_equal(vec[i] & GUARD_QUERY_FALLBACK, i % 2 ? GUARD_QUERY_FALLBACK : 0);
+	/* from inside the range too: the step starts mid-way */
+	assert_int_equal(guard_query(p + 3 * pg, (2 * N - 3) * pg, vec), 0);
+	for (size_t i = 0; i < 2 * N - 3; i++)
+		assert_int_equal(vec[i] & GUARD_QUERY_FALLBACK, i % 2 ? 0 : GUARD_QUERY_FALLBACK);
+	assert_int_equal(guard_remove(p, 2 * N * pg, 0), 0);
+
+	for (size_t i = 0; i < 2 * N; i += 2)
+		assert_int_equal(mprotect(p + i * pg, pg, PROT_READ), 0);
+	for (size_t i = 0; i < 2 * N; i++)
+		assert_int_equal(guard_install(p + i * pg, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(guard_query(p, 2 * N * pg, vec), 0);
+	for (size_t i = 0; i < 2 * N; i++)
+		assert_int_equal(vec[i] & GUARD_QUERY_FALLBACK, GUARD_QUERY_FALLBACK);
+	assert_int_equal(mprotect(p + N * pg, pg, PROT_READ | PROT_WRITE), 0);
+	assert_int_equal(guard_query(p, 2 * N * pg, vec), 0);
+	for (size_t i = 0; i < 2 * N; i++)
+		assert_int_equal(vec[i] & GUARD_QUERY_FALLBACK, i == N ? 0 : GUARD_QUERY_FALLBACK);
+	/* the rest give back each its own protection */
+	assert_int_equal(guard_remove(p, 2 * N * pg, 0), 0);
+	for (size_t i = 0; i < 2 * N; i++)
+		assert_int_equal(page_prot(p + i * pg),
+				 i == N || i % 2 ? PROT_READ | PROT_WRITE : PROT_READ);
+	free(vec);
+	munmap(p, 2 * N * pg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +222,7 @@ int main(void)
 		cmocka_unit_test(reopened_fallback_not_reported),
 		cmocka_unit_test(sees_foreign_native_guards),
 		cmocka_unit_test(unreportable_kernel),
+		cmocka_unit_test(many_fallback_records),
 	};
 
 	guardtest_init();

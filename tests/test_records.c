@@ -4,7 +4,8 @@
  * inserts, deletes of a record just looked up (the path that reuses the
  * lookup's place in the tree), bounds moved in place as fallback.c moves
  * them, and runs of lookups with no change in between (the ones answered
- * from the last walk), each answer checked against a sorted-array model.
+ * from the last walk), each answer checked against a sorted-array model,
+ * as are a record's neighbours through lg_rec_next() and lg_rec_prev().
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,7 +73,13 @@ static void check_lookups(uintptr_t addr)
 			continue;
 		switch (below(3)) {
 		case 0:
-			assert_ptr_equal(lg_rec_first_above(a), model_first_above(a));
+			lo = lg_rec_first_above(a);
+			assert_ptr_equal(lo, model_first_above(a));
+			/* the address-order links beside the tree */
+			if (lo) {
+				assert_ptr_equal(lg_rec_next(lo), model_first_above(lo->end));
+				assert_ptr_equal(lg_rec_prev(lo), model_before(lo->start));
+			}
 			break;
 		case 1:
 			assert_ptr_equal(lg_rec_before(a), model_before(a));
