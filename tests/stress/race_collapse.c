@@ -45,7 +45,9 @@
  */
 #include "backing.h"
 #include "caps.h"
+#include "fail.h"
 #include "kapi.h"
+#include "knobs.h"
 #include "probe.h"
 #include "rng.h"
 
@@ -105,33 +107,16 @@ static atomic_ulong n_installs, n_pages, n_install_err[NERR], n_collapse_ok, n_c
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
 {
-	char buf[1024];
 	va_list ap;
-	int n = snprintf(buf, sizeof(buf), "%s: FAIL (seed %llu): ", prog, (unsigned long long)seed);
 
 	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
-	if ((size_t)n >= sizeof(buf) - 1)
-		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (write(2, buf, (size_t)n) < 0)
-		_exit(1);
-	_exit(1);
+	stress_vfail(prog, seed, fmt, ap);
 }
 
 static void on_unexpected(int sig, const siginfo_t *si)
 {
 	die("%s at %p outside any probe (region %p, backing %s)", probe_code_name(sig, si->si_code),
 	    si->si_addr, (void *)region, rtype_name[cur]);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void count_err(atomic_ulong *tab, int err)
@@ -157,13 +142,6 @@ static const char *err_str(atomic_ulong *tab, char *buf, size_t len)
 
 /* ------------------------------------------------------------ sysfs (guest) */
 
-#define THP "/sys/kernel/mm/transparent_hugepage/"
-
-struct knob {
-	const char *path, *value;
-	char old[64];
-	bool set;
-};
 
 static struct knob knobs[] = {
 	{ THP "shmem_enabled", "advise", "", false },
@@ -172,83 +150,9 @@ static struct knob knobs[] = {
 	{ THP "khugepaged/pages_to_scan", "4096", "", false },
 };
 
-static int read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (fd < 0)
-		return -errno;
-	r = read(fd, buf, len - 1);
-	close(fd);
-	if (r < 0)
-		return -errno;
-	buf[r] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (fd < 0)
-		return -errno;
-	r = write(fd, val, strlen(val));
-	close(fd);
-	return r < 0 ? -errno : 0;
-}
-
-/* The selected word of a sysfs choice ("always [madvise] never" -> "madvise"). */
-static void selected(char *s)
-{
-	char *a = strchr(s, '['), *b = a ? strchr(a, ']') : NULL;
-
-	if (a && b) {
-		memmove(s, a + 1, (size_t)(b - a - 1));
-		s[b - a - 1] = 0;
-	}
-}
-
-static void restore_sysfs(void)
-{
-	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
-		if (knobs[i].set && write_file(knobs[i].path, knobs[i].old))
-			fprintf(stderr, "%s: could not restore %s to %s\n", prog, knobs[i].path, knobs[i].old);
-}
-
 static void setup_sysfs(void)
 {
-	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
-		struct knob *k = &knobs[i];
-		int r = read_file(k->path, k->old, sizeof(k->old));
-
-		if (r) {
-			printf("%s: sysfs: %s: %s, left alone\n", prog, k->path, strerror(-r));
-			continue;
-		}
-		selected(k->old);
-		/* shmem: only from never (deny stays: that is a decision, not a default). */
-		if ((i == 0 && strcmp(k->old, "never")) || !strcmp(k->old, k->value))
-			continue;
-		r = write_file(k->path, k->value);
-		if (r) {
-			printf("%s: sysfs: cannot set %s to %s: %s\n", prog, k->path, k->value, strerror(-r));
-			continue;
-		}
-		k->set = true;
-		printf("%s: sysfs: %s %s -> %s\n", prog, k->path, k->old, k->value);
-	}
-	atexit(restore_sysfs);
-}
-
-static unsigned long khugepaged_stat(const char *name)
-{
-	char path[128], buf[64];
-
-	snprintf(path, sizeof(path), THP "khugepaged/%s", name);
-	return read_file(path, buf, sizeof(buf)) ? 0 : strtoul(buf, NULL, 10);
+	knobs_setup(prog, knobs, sizeof(knobs) / sizeof(knobs[0]));
 }
 
 /* ------------------------------------------------------------ the region */
@@ -691,21 +595,21 @@ static int race(enum rtype t, double secs, const char *dir, char *why, size_t wh
 	memset((void *)n_collapse_err, 0, sizeof(n_collapse_err));
 	for (int i = 0; i < ninstallers; i++)
 		atomic_store(&target[i], (size_t)i + 1 < npmds ? (size_t)i + 1 : 1);
-	t0 = now();
+	t0 = stress_now();
 	for (int i = 0; i < nth; i++) {
 		th[i].id = i < ninstallers ? (unsigned int)i : (unsigned int)(i - ninstallers);
 		rng_seed(&th[i].rng, seed ^ ((uint64_t)t << 56) ^ ((uint64_t)i * 0x9e3779b97f4a7c15ull));
 		if (pthread_create(&th[i].tid, NULL, i < ninstallers ? installer : collapser, &th[i]))
 			die("pthread_create: %s", strerror(errno));
 	}
-	while (now() - t0 < secs && !(max_installs && atomic_load(&n_installs) >= max_installs))
+	while (stress_now() - t0 < secs && !(max_installs && atomic_load(&n_installs) >= max_installs))
 		usleep(50000);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i].tid, NULL);
 	printf("%s: %s: %.1f s, %lu installs checked (%lu pages), all guarded; install errors: %s; "
 	       "MADV_COLLAPSE %lu succeeded, failed: %s; %lu DONTNEED, %lu remaps; khugepaged: "
-	       "+%lu pages collapsed, +%lu full scans\n", prog, rtype_name[t], now() - t0,
+	       "+%lu pages collapsed, +%lu full scans\n", prog, rtype_name[t], stress_now() - t0,
 	       atomic_load(&n_installs), atomic_load(&n_pages), err_str(n_install_err, e1, sizeof(e1)),
 	       atomic_load(&n_collapse_ok), err_str(n_collapse_err, e2, sizeof(e2)),
 	       atomic_load(&n_dontneed), atomic_load(&n_remaps),
@@ -873,10 +777,10 @@ int main(int argc, char **argv)
 	caps_print(prog, &caps);
 	if (sysfs)
 		setup_sysfs();
-	if (!read_file(THP "enabled", thp, sizeof(thp)))
-		selected(thp);
-	if (!read_file(THP "shmem_enabled", shm, sizeof(shm)))
-		selected(shm);
+	if (!knob_read(THP "enabled", thp, sizeof(thp)))
+		knob_selected(thp);
+	if (!knob_read(THP "shmem_enabled", shm, sizeof(shm)))
+		knob_selected(shm);
 	printf("%s: THP enabled=%s, shmem_enabled=%s, khugepaged scan_sleep_millisecs=%lu\n", prog, thp,
 	       shm, khugepaged_stat("scan_sleep_millisecs"));
 
@@ -906,14 +810,14 @@ int main(int argc, char **argv)
 		}
 		teardown_region();
 	}
-	t0 = now();
+	t0 = stress_now();
 	for (int t = 0, left = nwant; t < R_COUNT; t++) {
 		double slice;
 
 		if (!want[t])
 			continue;
 		/* What is left, shared by the backings still to run (a skip takes none). */
-		slice = (secs - (now() - t0)) / left--;
+		slice = (secs - (stress_now() - t0)) / left--;
 		if (slice < 1)
 			slice = 1;
 		ran[t] = race((enum rtype)t, slice, dir, why[t], sizeof(why[t]));

@@ -45,7 +45,9 @@
  * could be raced (no guard regions, no file backing, or no collapse), 2 usage.
  */
 #include "caps.h"
+#include "fail.h"
 #include "kapi.h"
+#include "knobs.h"
 #include "probe.h"
 #include "rng.h"
 
@@ -72,7 +74,6 @@
 #define MAX_GUARDS 8		/* guard pages per cycle */
 #define MAX_REPORTS 5		/* lost guards described in full */
 #define DELAY_KNOB "/sys/kernel/debug/sticky_merge_delay_us"
-#define THP "/sys/kernel/mm/transparent_hugepage/"
 
 enum rtype { R_SHMEM, R_FILE, R_COUNT };
 static const char *const rtype_name[R_COUNT] = { "shmem", "file" };
@@ -110,19 +111,10 @@ static unsigned long n_cycles[H_COUNT], n_merged[H_COUNT], n_checked, n_lost, n_
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
 {
-	char buf[1024];
 	va_list ap;
-	int n = snprintf(buf, sizeof(buf), "%s: FAIL (seed %llu): ", prog, (unsigned long long)seed);
 
 	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
-	if ((size_t)n >= sizeof(buf) - 1)
-		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (write(2, buf, (size_t)n) < 0)
-		_exit(1);
-	_exit(1);
+	stress_vfail(prog, seed, fmt, ap);
 }
 
 static void on_unexpected(int sig, const siginfo_t *si)
@@ -131,21 +123,7 @@ static void on_unexpected(int sig, const siginfo_t *si)
 	    si->si_addr, (void *)region, rtype_name[cur]);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ------------------------------------------------------------ sysfs (guest) */
-
-struct knob {
-	const char *path, *value;
-	char old[64];
-	bool set;
-};
 
 static char delay_str[32];
 static struct knob knobs[] = {
@@ -155,88 +133,11 @@ static struct knob knobs[] = {
 	{ THP "khugepaged/pages_to_scan", "4096", "", false },
 	{ DELAY_KNOB, delay_str, "", false },
 };
-#define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
-
-static int read_file(const char *path, char *buf, size_t len)
-{
-	int f = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (f < 0)
-		return -errno;
-	r = read(f, buf, len - 1);
-	close(f);
-	if (r < 0)
-		return -errno;
-	buf[r] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
-static int write_file(const char *path, const char *val)
-{
-	int f = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (f < 0)
-		return -errno;
-	r = write(f, val, strlen(val));
-	close(f);
-	return r < 0 ? -errno : 0;
-}
-
-/* The selected word of a sysfs choice ("always [madvise] never" -> "madvise"). */
-static void selected(char *s)
-{
-	char *a = strchr(s, '['), *b = a ? strchr(a, ']') : NULL;
-
-	if (a && b) {
-		memmove(s, a + 1, (size_t)(b - a - 1));
-		s[b - a - 1] = 0;
-	}
-}
-
-static void restore_sysfs(void)
-{
-	for (size_t i = 0; i < NKNOBS; i++)
-		if (knobs[i].set && write_file(knobs[i].path, knobs[i].old))
-			fprintf(stderr, "%s: could not restore %s to %s\n", prog, knobs[i].path,
-				knobs[i].old);
-}
 
 static void setup_sysfs(void)
 {
 	snprintf(delay_str, sizeof(delay_str), "%lu", delay_us);
-	for (size_t i = 0; i < NKNOBS; i++) {
-		struct knob *k = &knobs[i];
-		int r = read_file(k->path, k->old, sizeof(k->old));
-
-		if (r) {
-			printf("%s: sysfs: %s: %s, left alone\n", prog, k->path, strerror(-r));
-			continue;
-		}
-		selected(k->old);
-		/* shmem: only from never (deny stays: that is a decision, not a default). */
-		if ((i == 0 && strcmp(k->old, "never")) || !strcmp(k->old, k->value))
-			continue;
-		r = write_file(k->path, k->value);
-		if (r) {
-			printf("%s: sysfs: cannot set %s to %s: %s\n", prog, k->path, k->value,
-			       strerror(-r));
-			continue;
-		}
-		k->set = true;
-		printf("%s: sysfs: %s %s -> %s\n", prog, k->path, k->old, k->value);
-	}
-	atexit(restore_sysfs);
-}
-
-static unsigned long khugepaged_stat(const char *name)
-{
-	char path[128], buf[64];
-
-	snprintf(path, sizeof(path), THP "khugepaged/%s", name);
-	return read_file(path, buf, sizeof(buf)) ? 0 : strtoul(buf, NULL, 10);
+	knobs_setup(prog, knobs, sizeof(knobs) / sizeof(knobs[0]));
 }
 
 /* ------------------------------------------------------------ the backing */
@@ -592,8 +493,8 @@ static int race(enum rtype t, double secs, const char *dir, char *why, size_t wh
 	if (pid == 0)
 		collapser();
 	rng_seed(&r, seed ^ ((uint64_t)t << 56));
-	t0 = now();
-	while (now() - t0 < secs)
+	t0 = stress_now();
+	while (stress_now() - t0 < secs)
 		cycle(&r, rng_below(&r, nunits));
 	atomic_store(&sh->stop, 1);
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
@@ -609,7 +510,7 @@ static int race(enum rtype t, double secs, const char *dir, char *why, size_t wh
 	       "%lu guard checks, %lu lost (%lu of them after the split); collapser: %lu page cache "
 	       "resets, MADV_COLLAPSE %lu succeeded, failed: EAGAIN %lu, EINVAL %lu, ENOMEM %lu, "
 	       "other %lu; khugepaged: +%lu pages collapsed, +%lu full scans\n",
-	       prog, rtype_name[t], now() - t0, cycles, n_merged[H_LEFT], n_cycles[H_LEFT],
+	       prog, rtype_name[t], stress_now() - t0, cycles, n_merged[H_LEFT], n_cycles[H_LEFT],
 	       n_merged[H_RIGHT], n_cycles[H_RIGHT], n_merged[H_EXPAND], n_cycles[H_EXPAND], n_checked,
 	       n_lost - lost0, n_split_lost, atomic_load(&sh->resets), atomic_load(&sh->collapse_ok),
 	       atomic_load(&sh->collapse_err[1]), atomic_load(&sh->collapse_err[2]),
@@ -744,7 +645,7 @@ int main(int argc, char **argv)
 	caps_print(prog, &caps);
 	if (sysfs)
 		setup_sysfs();
-	if (read_file(DELAY_KNOB, knob, sizeof(knob)))
+	if (knob_read(DELAY_KNOB, knob, sizeof(knob)))
 		printf("%s: merge window: as the kernel has it (no %s: not a debug kernel with "
 		       "CONFIG_DEBUG_VM_STICKY_MERGE_DELAY, or debugfs not mounted)\n", prog, DELAY_KNOB);
 	else
@@ -767,14 +668,14 @@ int main(int argc, char **argv)
 			nwant--;
 		}
 	}
-	t0 = now();
+	t0 = stress_now();
 	for (int t = 0, left = nwant; t < R_COUNT; t++) {
 		double slice;
 
 		if (!want[t])
 			continue;
 		/* What is left, shared by the backings still to run. */
-		slice = (secs - (now() - t0)) / left--;
+		slice = (secs - (stress_now() - t0)) / left--;
 		if (slice < 1)
 			slice = 1;
 		ran[t] = race((enum rtype)t, slice, dir, why[t], sizeof(why[t]));
