@@ -10,10 +10,14 @@
  * it. A multi-page install can stop inside a range (at a VMA that can't
  * have guards, or a hole), having guarded its first part; that part is
  * undone before the one-range path retries it, which needs to know what
- * was guarded before: so longer installs go in the batch only with
- * GUARD_FRESH (nothing was), the others go alone, with guard_install()'s
- * look first. One-page installs get a guard or nothing, removals are what
- * they are: both always go in the batch.
+ * was guarded before. With GUARD_FRESH nothing was. Without it, ranges in
+ * ascending order that do not overlap go in the batch together after one
+ * look over their whole span (one PAGEMAP_SCAN, as guard_install() makes
+ * for one range), and the undo takes away only what the look did not
+ * see; where the look can't be had (a hole in the span, a kernel that
+ * can't report guards) or the ranges overlap, a range goes alone, with
+ * guard_install()'s own look. One-page installs get a guard or nothing,
+ * removals are what they are: both always go in the batch.
  *
  * No descriptor is opened per call: PIDFD_SELF, or a pidfd kept in
  * proc.c (a fork() child opens its own). A batch of one range is one
@@ -74,21 +78,57 @@ static long kernel_batch(int *target, const struct iovec *v, size_t n, int advic
 	return got;
 }
 
+static uintptr_t range_end(const struct iovec *r, size_t page)
+{
+	return (uintptr_t)r->iov_base + ((r->iov_len + page - 1) & ~(page - 1));
+}
+
+/*
+ * How many of the n ranges, from the first, a looked-at batch takes:
+ * ascending, none overlapping the one before (a later range's guards
+ * must not be taken for an earlier one's to undo). Their span is looked at
+ * once; 0 or 1 when that is not worth it or not possible.
+ */
+static size_t looked_group(const struct iovec *r, size_t n, size_t page, struct lg_runs *before)
+{
+	size_t k = 1;
+
+	while (k < n && k < IOV_MAX && (uintptr_t)r[k].iov_base >= range_end(&r[k - 1], page))
+		k++;
+	if (k < 2)
+		return k;
+	before->n = 0;
+	if (lg_install_snapshot((uintptr_t)r[0].iov_base, range_end(&r[k - 1], page), before))
+		return 1;
+	return k;
+}
+
 static int batch(const struct iovec *ranges, size_t count, unsigned int flags, size_t *done,
 		 int advice, bool use_kernel)
 {
 	size_t page = lg_page_size(), i = 0;
-	bool any_len = advice == MADV_GUARD_REMOVE || (flags & GUARD_FRESH);
+	bool fresh = advice == MADV_GUARD_REMOVE || (flags & GUARD_FRESH);
+	struct lg_runs before;
 	int target = 0, ret = 0;
 
+	lg_runs_init(&before);
 	use_kernel = use_kernel && count > 1 && (lg_caps() & GUARD_CAP_PROCESS_MADVISE) &&
 		     !lg_self_target(&target);
 	while (i < count) {
 		size_t j = i, bytes = 0;
+		bool looked = false;
 
-		while (use_kernel && j < count && j - i < IOV_MAX &&
-		       (any_len || ranges[j].iov_len <= page))
-			bytes += ranges[j++].iov_len;
+		if (use_kernel && !fresh && ranges[i].iov_len > page) {
+			/* Multi-page installs that may meet guards: look first. */
+			j = i + looked_group(ranges + i, count - i, page, &before);
+			looked = j - i > 1;
+			for (size_t k = i; looked && k < j; k++)
+				bytes += ranges[k].iov_len;
+		} else {
+			while (use_kernel && j < count && j - i < IOV_MAX &&
+			       (fresh || ranges[j].iov_len <= page))
+				bytes += ranges[j++].iov_len;
+		}
 		if (j - i > 1) {
 			long got = kernel_batch(&target, ranges + i, j - i, advice);
 
@@ -97,15 +137,22 @@ static int batch(const struct iovec *ranges, size_t count, unsigned int flags, s
 				continue;
 			}
 			i += ranges_done(ranges + i, j - i, got > 0 ? got : 0);
-			/* Stopped inside a fresh range: what it guarded goes. */
-			if (advice == MADV_GUARD_INSTALL && ranges[i].iov_len > page)
-				lg_madvise(ranges[i].iov_base, ranges[i].iov_len, MADV_GUARD_REMOVE);
+			/* Stopped inside a range: what it guarded goes, and only that. */
+			if (advice == MADV_GUARD_INSTALL && ranges[i].iov_len > page) {
+				if (looked)
+					lg_undo_install((uintptr_t)ranges[i].iov_base,
+							range_end(&ranges[i], page), &before);
+				else
+					lg_madvise(ranges[i].iov_base, ranges[i].iov_len,
+						   MADV_GUARD_REMOVE);
+			}
 		}
 		ret = one(advice, &ranges[i], flags);
 		if (ret)
 			break;
 		i++;
 	}
+	lg_runs_free(&before);
 	if (done)
 		*done = ret ? i : count;
 	return ret;

@@ -575,6 +575,11 @@ bool lg_hs_file_guards(void);
  * guards; or another -errno. One PAGEMAP_SCAN where the kernel has it.
  */
 int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before);
+/*
+ * Takes away the guards of [start, end) that @before (a snapshot, which may
+ * reach beyond the range either side) did not have: an install's undo.
+ */
+void lg_undo_install(uintptr_t start, uintptr_t end, const struct lg_runs *before);
 /* A multi-page install: refused over a hole, undone exactly on failure. */
 int lg_native_install_range(uintptr_t start, uintptr_t end, bool fresh);
 /* Removal VMA by VMA, after the kernel stopped at one that can't have guards. */

@@ -51,12 +51,12 @@ int lg_install_snapshot(uintptr_t start, uintptr_t end, struct lg_runs *before)
  * again would lose the ones the kernel refuses to install: a guard in an
  * mlocked VMA can be removed but not put back.
  */
-static void undo_install(uintptr_t start, uintptr_t end, const struct lg_runs *before)
+void lg_undo_install(uintptr_t start, uintptr_t end, const struct lg_runs *before)
 {
 	uintptr_t at = start;
 
-	for (size_t i = 0; i <= before->n; i++) {
-		uintptr_t to = i < before->n ? before->v[i].start : end;
+	for (size_t i = 0; i <= before->n && at < end; i++) {
+		uintptr_t to = i < before->n && before->v[i].start < end ? before->v[i].start : end;
 
 		if (to > at)
 			lg_madvise((void *)at, to - at, MADV_GUARD_REMOVE);
@@ -107,7 +107,7 @@ int lg_native_install_range(uintptr_t start, uintptr_t end, bool fresh)
 		goto out;
 	ret = lg_madvise((void *)start, end - start, MADV_GUARD_INSTALL);
 	if (ret)
-		undo_install(start, end, &before);
+		lg_undo_install(start, end, &before);
 out:
 	lg_runs_free(&before);
 	return ret;

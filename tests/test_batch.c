@@ -237,6 +237,52 @@ static void fresh_multi_page(void **state)
 }
 
 /*
+ * Without GUARD_FRESH, ascending multi-page ranges go to the kernel together
+ * after one look over their span: a stop inside one takes away only what the
+ * batch added there, never a guard that was in place before (page 4 here).
+ * Ranges out of order go alone, with the same result.
+ */
+static void looked_multi_page(void **state)
+{
+	struct iovec iov[4], rev[4];
+	struct tmap m;
+	size_t done = 99;
+
+	(void)state;
+	if (!want_native(T_ANON)) {
+		printf("# no native guards here: nothing to look at\n");
+		return;
+	}
+	tmap_new(T_ANON, 16, &m);
+	for (int i = 0; i < 4; i++) {
+		iov[i] = (struct iovec){ m.addr + 4 * i * pg, 3 * pg };
+		rev[3 - i] = iov[i];
+	}
+	assert_int_equal(guard_install(m.addr + 4 * pg, pg, 0), 0);
+	assert_int_equal(guard_install_batch(iov, 4, 0, &done), 0);
+	assert_int_equal(done, 4);
+	assert_string_equal(query_str(m.addr, 16 * pg), "1110111011101110");
+	assert_int_equal(guard_remove_batch(iov, 4, 0, &done), 0);
+	assert_int_equal(guard_install(m.addr + 4 * pg, pg, 0), 0);
+	assert_int_equal(guard_install_batch(rev, 4, 0, &done), 0);
+	assert_string_equal(query_str(m.addr, 16 * pg), "1110111011101110");
+	assert_int_equal(guard_remove_batch(iov, 4, 0, &done), 0);
+	if (mlock(m.addr + 6 * pg, pg)) {
+		printf("# no mlock here: no stop inside a range\n");
+		tmap_free(&m);
+		return;
+	}
+	/* range 1 is pages 4-6: page 4 guarded before, page 6 mlocked */
+	assert_int_equal(guard_install(m.addr + 4 * pg, pg, 0), 0);
+	assert_int_equal(guard_install_batch(iov, 4, GUARD_NATIVE, &done), -EOPNOTSUPP);
+	assert_int_equal(done, 1);
+	assert_string_equal(query_str(m.addr, 16 * pg), "1110100000000000");
+	munlock(m.addr + 6 * pg, pg);
+	assert_int_equal(guard_remove(m.addr, 16 * pg, 0), 0);
+	tmap_free(&m);
+}
+
+/*
  * A fork() child's batches act on the child: the pidfd the parent kept
  * (where the kernel has no PIDFD_SELF, or LIBGUARD_NO_PIDFD_SELF is set)
  * names the parent, and must not be used there.
@@ -287,6 +333,7 @@ int main(void)
 		cmocka_unit_test(stops_at_failure),
 		cmocka_unit_test(native_flag),
 		cmocka_unit_test(fresh_multi_page),
+		cmocka_unit_test(looked_multi_page),
 		cmocka_unit_test(child_batches_itself),
 	};
 
