@@ -32,6 +32,7 @@
 #include "backing.h"
 #include "caps.h"
 #include "guard.h"
+#include "fail.h"
 #include "kapi.h"
 #include "probe.h"
 #include "rng.h"
@@ -77,22 +78,13 @@ static atomic_ulong n_access, n_fault_mapper, n_fault_accerr, n_unstable, n_guar
 	n_mprotects, n_zaps, n_forks;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* stress_vfail() writes with write(2): this runs in forked children and in any thread. */
 static void die(const char *fmt, ...)
 {
-	char buf[512];
 	va_list ap;
-	int n = snprintf(buf, sizeof(buf), "%s: FAIL (seed %llu): ", prog, (unsigned long long)seed);
 
 	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
-	if ((size_t)n >= sizeof(buf) - 1)
-		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	/* write(2), not stdio: this runs in forked children and in any thread. */
-	if (write(2, buf, (size_t)n) < 0)
-		_exit(1);
-	_exit(1);
+	stress_vfail(prog, seed, fmt, ap);
 }
 
 static void on_unexpected(int sig, const siginfo_t *si)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * How the race testers end a run that found a fault, and tell time.
+ * How the standalone testers (stress-conc, the race testers) end a run that
+ * found a fault, and tell time.
  */
 #ifndef STRESS_FAIL_H
 #define STRESS_FAIL_H
