@@ -486,12 +486,14 @@ static void tool_permission(void **state)
 	assert_non_null(tool);
 	slash = strrchr(tool, '/');
 	assert_non_null(slash);
-	/* build/tools/guard-maps loads build/lib/libguard.so.0 */
+	/* build/tools/guard-maps loads build/lib/libguard.so.0; an installed
+	 * one (autopkgtest: /usr/bin) the system's, which nobody can read. */
 	snprintf(lib, sizeof(lib), "%.*s/../lib/libguard.so.0", (int)(slash - tool), tool);
 	assert_non_null(mkdtemp(dir));
 	assert_int_equal(chmod(dir, 0755), 0);
 	copy_file(tool, dir, "guard-maps");
-	copy_file(lib, dir, "libguard.so.0");
+	if (access(lib, R_OK) == 0)
+		copy_file(lib, dir, "libguard.so.0");
 
 	/* setpriv drops to nobody for the tool alone */
 	snprintf(cmd, sizeof(cmd),
