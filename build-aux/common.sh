@@ -90,3 +90,17 @@ lg_watch() {
 		fi
 	done
 }
+
+# What a guest kernel's log must not say: tests/vm/run, kernel/mm-suite and
+# tests/vm/installed fail on any line matching it (grep -E).
+LG_KLOG_BAD='Oops|BUG:|WARNING:|KASAN|UBSAN|Kernel panic|kernel BUG|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|Call Trace:|page dumped because'
+
+# lg_expect_caps: kernel/features as LIBGUARD_EXPECT_CAPS wants it (a comma
+# list), "none" when the file is missing or empty: what the tests must find
+# on our patched kernels.
+lg_expect_caps() {
+	local caps=
+	[ ! -f "$LIBGUARD_TOP/kernel/features" ] ||
+		caps=$(sed 's/#.*//' "$LIBGUARD_TOP/kernel/features" | tr -s ' \n' ',' | sed 's/^,//; s/,$//')
+	printf '%s\n' "${caps:-none}"
+}
