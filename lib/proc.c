@@ -17,7 +17,9 @@
  * does not own (closefrom() in a daemon) can leave a number naming another
  * file: every error from one is checked against the inode it was opened
  * as, and a descriptor that is no longer ours is forgotten (not closed:
- * the number is someone else's now) and opened again, once.
+ * the number is someone else's now) and opened again, once. Under a
+ * seccomp filter that refuses fstat() there is no inode to check: the
+ * descriptor is kept unchecked rather than refused.
  */
 #include "internal.h"
 
@@ -32,6 +34,14 @@ static const char *const paths[LG_PROC_N] = { "/proc/self/pagemap", "/proc/self/
 static atomic_int cached[LG_PROC_N] = { -1, -1, -1 };	/* written under lg_lock(), read without */
 static dev_t cached_dev[LG_PROC_N];
 static ino_t cached_ino[LG_PROC_N];
+/* fstat() refused by a seccomp filter: no inode to check the descriptor against. */
+static bool cached_unchecked[LG_PROC_N];
+
+/* A filter's refusal, as opposed to a descriptor that is bad. */
+static bool refused(int err)
+{
+	return err == EPERM || err == EACCES || err == ENOSYS;
+}
 
 int lg_proc_fd(enum lg_proc which)
 {
@@ -52,10 +62,12 @@ static bool lost_locked(enum lg_proc which, int fd)
 
 	if (atomic_load_explicit(&cached[which], memory_order_relaxed) != fd)
 		return true;	/* another thread found it so and opened anew */
-	if (fstat(fd, &st) || st.st_dev != cached_dev[which] || st.st_ino != cached_ino[which]) {
+	if (fstat(fd, &st) ? !(cached_unchecked[which] && refused(errno))
+			   : st.st_dev != cached_dev[which] || st.st_ino != cached_ino[which]) {
 		atomic_store_explicit(&cached[which], -1, memory_order_relaxed);
 		return true;
 	}
+	/* Ours, or fstat() refused and no telling: the error is the call's own. */
 	return false;
 }
 
@@ -83,11 +95,22 @@ int lg_proc_fd_locked(enum lg_proc which)
 	fd = paths[which] ? open(paths[which], O_RDONLY | O_CLOEXEC) : lg_pidfd_self();
 	if (fd < 0)
 		return paths[which] ? -errno : fd;
+	cached_unchecked[which] = false;
 	if (fstat(fd, &st)) {
 		int err = errno;
 
-		close(fd);
-		return -err;
+		/*
+		 * The inode only guards against a number reused after
+		 * closefrom(); the calls need just the descriptor, so a
+		 * filter that refuses fstat() costs that check, not the call.
+		 */
+		if (!refused(err)) {
+			close(fd);
+			return -err;
+		}
+		cached_unchecked[which] = true;
+		st.st_dev = 0;
+		st.st_ino = 0;
 	}
 	cached_dev[which] = st.st_dev;
 	cached_ino[which] = st.st_ino;

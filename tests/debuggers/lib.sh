@@ -61,6 +61,41 @@ lg_dbg_start() {
 	die "guarded ($mode) stopped before it was ready"
 }
 
+# For guarded in hold mode (criu-test, criu-action-test):
+# ask DIR PID: guarded's state lines, fresh.
+ask() {
+	local dir=$1 pid=$2
+	rm -f "$dir/state"
+	kill -USR1 "$pid"
+	for _ in $(seq 100); do
+		[ -f "$dir/state" ] && { cat "$dir/state"; return 0; }
+		sleep 0.1
+	done
+	die "guarded $pid did not answer"
+}
+
+# gone PID: wait until the (not our child) process has gone.
+gone() {
+	for _ in $(seq 100); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	die "process $1 did not end"
+}
+
+# want_state METHOD: the state lines guarded writes with its
+# guards of METHOD (native, fallback) in place, or with them lost.
+want_state() {
+	local r m=$1
+	for r in anon shmem file; do
+		case $m in
+		native) echo "state $r touch SEGV_MAPERR pagemap58 1 query native data kept" ;;
+		fallback) echo "state $r touch SEGV_ACCERR pagemap58 0 query fallback data kept" ;;
+		lost) echo "state $r touch none pagemap58 0 query none data kept" ;;
+		esac
+	done
+}
+
 # lg_dbg_close: close the copies of guarded's pipes.
 lg_dbg_close() {
 	exec {g_out}<&- {g_in}>&-
