@@ -87,7 +87,7 @@ static void map_file_descriptors(void **state)
 {
 	char path[4096];
 	int fd = data_file(O_RDWR, path, sizeof(path)), closed, opath, dir, pipes[2], sock[2],
-	    wronly, null;
+	    wronly, null, zero;
 
 	(void)state;
 	closed = dup(fd);
@@ -95,8 +95,9 @@ static void map_file_descriptors(void **state)
 	opath = open(path, O_PATH | O_CLOEXEC);
 	dir = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
 	wronly = open(path, O_WRONLY | O_CLOEXEC);
-	assert_true(opath >= 0 && dir >= 0 && null >= 0 && wronly >= 0);
+	assert_true(opath >= 0 && dir >= 0 && null >= 0 && zero >= 0 && wronly >= 0);
 	assert_int_equal(pipe2(pipes, O_CLOEXEC), 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock), 0);
 
@@ -109,11 +110,15 @@ static void map_file_descriptors(void **state)
 	map_fails(ENODEV, pipes[0], 0, pg, PROT_READ, MAP_SHARED, pg, pg);
 	map_fails(ENODEV, sock[0], 0, pg, PROT_READ, MAP_SHARED, pg, pg);
 	map_fails(ENODEV, null, 0, pg, PROT_READ, MAP_SHARED, pg, pg);
+	/* mmap(2) takes /dev/zero (anonymous memory); a file mapping it is not */
+	map_fails(ENODEV, zero, 0, pg, PROT_READ, MAP_SHARED, pg, pg);
+	map_fails(ENODEV, zero, 0, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE, pg, pg);
 	/* access the descriptor does not give: mmap(2)'s EACCES */
 	map_fails(EACCES, wronly, 0, pg, PROT_READ, MAP_SHARED, pg, pg);
 	close(opath);
 	close(dir);
 	close(null);
+	close(zero);
 	close(wronly);
 	close(pipes[0]);
 	close(pipes[1]);
