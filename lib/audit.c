@@ -205,29 +205,26 @@ AUDIT_EXPORT unsigned int la_objclose(uintptr_t *cookie)
 	return 0;
 }
 
-/* Guard one noted object; *mfd is the VMA lookup descriptor of this pass. */
-static void guard_one(const struct pending *p, bool talk, int *mfd)
+/* Guard one object's holes; *mfd is the VMA lookup descriptor of this pass. */
+static void guard_object(const struct lg_elf_object *o, bool talk, int *mfd)
 {
-	struct link_map *map = p->map;
-	const char *name = *map->l_name ? map->l_name : "(program)";
+	const char *name = *o->name ? o->name : "(program)";
 	struct lg_elf_report rep;
-	struct lg_elf_object o;
 	int before = 0, ret;
 
-	object_loads(map, p->program, &o);
 	if (!talk) {
 		/* Nothing to say: errors leave the object as the loader left it. */
-		lg_elf_guard_object(mfd, &o, GUARD_NATIVE, NULL);
+		lg_elf_guard_object(mfd, o, GUARD_NATIVE, NULL);
 		return;
 	}
-	ret = lg_elf_guard_object(mfd, &o, GUARD_ELF_COUNT, &rep);
+	ret = lg_elf_guard_object(mfd, o, GUARD_ELF_COUNT, &rep);
 	if (ret <= 0) {
 		if (ret < 0)
 			lg_rt_say("libguard-audit: %s: %s\n", name, lg_rt_strerror(-ret));
 		return;
 	}
 	before = lg_vma_count(rep.lo, rep.hi);
-	ret = lg_elf_guard_object(mfd, &o, GUARD_NATIVE, &rep);
+	ret = lg_elf_guard_object(mfd, o, GUARD_NATIVE, &rep);
 	if (ret < 0)
 		lg_rt_say("libguard-audit: %s: %d hole(s), %d guarded: %s%s; VMAs %d\n", name,
 			  rep.holes, rep.guarded, lg_rt_strerror(-ret),
@@ -238,12 +235,52 @@ static void guard_one(const struct pending *p, bool talk, int *mfd)
 			  rep.holes, rep.guarded, before, lg_vma_count(rep.lo, rep.hi));
 }
 
-static void guard_pending(void)
+static void guard_one(const struct pending *p, int *mfd)
+{
+	struct lg_elf_object o;
+
+	object_loads(p->map, p->program, &o);
+	guard_object(&o, lg_rt_verbose(), mfd);
+}
+
+/*
+ * The module itself: ld.so loads an auditor into a namespace of its own
+ * and reports it to no la_objopen(), so a hole of its own (an arm64
+ * build's 64 KiB layout, one hole) would be the only one left in the
+ * process. Its program headers are where the linker put them
+ * (__ehdr_start, the first segment's start, so the load bias), checked
+ * against its own dynamic section as any object's are.
+ */
+extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
+
+static void guard_self(int *mfd)
+{
+	struct lg_run holes[LG_ELF_MAX_LOADS];
+	const ElfW(Ehdr) *eh = &__ehdr_start;
+	struct link_map self;
+	struct lg_elf_object o;
+
+	memset(&self, 0, sizeof(self));
+	self.l_addr = (ElfW(Addr))eh;
+	self.l_ld = _DYNAMIC;
+	o.bias = self.l_addr;
+	lg_elf_name(&o, "libguard-audit.so");
+	if (!loads_from((const ElfW(Phdr) *)((const unsigned char *)eh + eh->e_phoff), eh->e_phnum,
+			&self, &o) || o.err || !lg_elf_holes(&o.loads, lg_page_size(), holes, LG_ELF_MAX_LOADS))
+		return;		/* no hole (every amd64 build): no cost */
+	guard_object(&o, lg_rt_verbose(), mfd);
+}
+
+/* The noted objects, and with the program's start the module itself. */
+static void guard_pending(bool self)
 {
 	int mfd = -1;
 
+	if (self)
+		guard_self(&mfd);
 	for (size_t i = 0; i < npending; i++)
-		guard_one(&pending[i], lg_rt_verbose(), &mfd);
+		guard_one(&pending[i], &mfd);
 	if (mfd >= 0)
 		lg_hs_close(mfd);
 	npending = 0;
@@ -254,7 +291,7 @@ AUDIT_EXPORT void la_preinit(uintptr_t *cookie)
 {
 	(void)cookie;
 	started = true;
-	guard_pending();
+	guard_pending(true);
 }
 
 /* After start, a dlopen() whose objects are all mapped. */
@@ -262,5 +299,5 @@ AUDIT_EXPORT void la_activity(uintptr_t *cookie, unsigned int flag)
 {
 	(void)cookie;
 	if (flag == LA_ACT_CONSISTENT && started && npending)
-		guard_pending();
+		guard_pending(false);
 }

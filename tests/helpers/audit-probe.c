@@ -4,8 +4,9 @@
  * argv[1], calls into it, and prints its VMA count and, page by page over
  * its extent, how many pages fault on a read (from a forked child), then
  * whether libguard-audit.so is mapped in this process and how many
- * PROT_NONE file mappings (the holes of every object) it has:
- * "vmas N faulting F pages P audit 0|1 holes H".
+ * PROT_NONE file mappings (the holes of every object) it has, and how
+ * many of those are the module's own:
+ * "vmas N faulting F pages P audit 0|1 holes H self S".
  * Built twice: as audit-probe, and as dt-audit-probe, linked with
  * -Wl,--audit= naming the module (test_dt_audit). "--exec PROG ARG..."
  * only execs PROG: a child of a DT_AUDIT program.
@@ -14,6 +15,7 @@
 #include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +50,7 @@ int main(int argc, char **argv)
 {
 	uintptr_t lo = 0, hi = 0;
 	long pg = sysconf(_SC_PAGESIZE);
-	int vmas = 0, audit = 0, holes = 0, status;
+	int vmas = 0, audit = 0, holes = 0, self = 0, status;
 	int (*fn)(int);
 	char line[4096];
 	void *h;
@@ -67,10 +69,13 @@ int main(int argc, char **argv)
 		uintptr_t s, e;
 		char *path = strchr(line, '/'), *end = path ? path + strcspn(path, "\n") : NULL;
 
-		if (path && end - path >= 18 && !memcmp(end - 18, "/libguard-audit.so", 18))
-			audit = 1;
-		if (path && strstr(line, " ---p "))
+		bool module = path && end - path >= 18 && !memcmp(end - 18, "/libguard-audit.so", 18);
+
+		audit |= module;
+		if (path && strstr(line, " ---p ")) {
 			holes++;
+			self += module;
+		}
 		if (!path || strncmp(path, argv[1], strlen(argv[1])) || path[strlen(argv[1])] != '\n' ||
 		    sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &s, &e) != 2)
 			continue;
@@ -88,7 +93,7 @@ int main(int argc, char **argv)
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return 3;
-	printf("vmas %d faulting %d pages %lu audit %d holes %d\n", vmas, WEXITSTATUS(status),
-	       (unsigned long)((hi - lo) / pg), audit, holes);
+	printf("vmas %d faulting %d pages %lu audit %d holes %d self %d\n", vmas, WEXITSTATUS(status),
+	       (unsigned long)((hi - lo) / pg), audit, holes, self);
 	return 0;
 }
