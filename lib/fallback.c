@@ -225,8 +225,8 @@ static void carve(uintptr_t start, uintptr_t end)
 			r->edge_hi = false;
 		} else if (r->end > end) {
 			r->off += end - r->start;
-			r->start = end;
 			r->edge_lo = false;
+			lg_rec_set_start(r, end);
 			return;
 		} else {
 			bool last = r->end == end;
@@ -255,19 +255,17 @@ static void insert_joined(const struct lg_rec *rec)
 	if (hi && !continues(rec, hi))
 		hi = NULL;
 	if (lo && hi) {
-		uintptr_t end = hi->end;
-		bool edge = hi->edge_hi;
-
+		/* lo takes hi in, then hi goes (a deletion may move lo) */
+		lo->end = hi->end;
+		lo->edge_hi = hi->edge_hi;
 		lg_rec_delete(hi);
-		lo->end = end;
-		lo->edge_hi = edge;
 	} else if (lo) {
 		lo->end = rec->end;
 		lo->edge_hi = rec->edge_hi;
 	} else if (hi) {
-		hi->start = rec->start;
 		hi->off = rec->off;
 		hi->edge_lo = rec->edge_lo;
+		lg_rec_set_start(hi, rec->start);
 	} else {
 		lg_rec_insert(rec);
 	}

@@ -430,9 +430,11 @@ void lg_lock(void);
 void lg_unlock(void);
 
 /*
- * records.c: the fallback's record, a balanced tree of disjoint intervals
+ * records.c: the fallback's record, a B+ tree of disjoint intervals
  * (O(log n) each), under lg_lock(). A record is its piece of memory as it
- * was when the library protected it.
+ * was when the library protected it. A pointer to one holds until the
+ * next insertion or deletion; a start moves only through
+ * lg_rec_set_start().
  */
 struct lg_rec {
 	uintptr_t start, end;
@@ -443,7 +445,7 @@ struct lg_rec {
 	uint64_t off;		/* file offset of start (0 for anonymous memory) */
 	unsigned int dev_major, dev_minor;
 };
-/* Have n nodes ready, so that the next n inserts (or splits) can't fail. */
+/* Have nodes ready, so that the next n inserts (or splits) can't fail. */
 int lg_rec_reserve(size_t n);
 /* Insert a record overlapping none (a reserved node): it, as stored. */
 struct lg_rec *lg_rec_insert(const struct lg_rec *rec);
@@ -456,6 +458,10 @@ struct lg_rec *lg_rec_next(const struct lg_rec *rec);
 struct lg_rec *lg_rec_prev(const struct lg_rec *rec);
 /* Both neighbours of addr in one descent: the last record starting below it, the first at or above. */
 void lg_rec_around(uintptr_t addr, struct lg_rec **lo, struct lg_rec **hi);
+/* Move rec's start, into space no other record holds. */
+void lg_rec_set_start(struct lg_rec *rec, uintptr_t start);
+/* The tree's invariants (tests): 0, or -1 if broken. */
+int lg_rec_check(void);
 extern size_t lg_fallback_live LG_INTERNAL;	/* records held, readable without the lock */
 static inline bool lg_fallback_any(void)
 {

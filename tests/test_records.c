@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The fallback's record (lib/records.c) on made-up intervals: random
- * inserts, deletes of a record just looked up (the path that reuses the
- * lookup's place in the tree), bounds moved in place as fallback.c moves
- * them, and runs of lookups with no change in between (the ones answered
- * from the last walk), each answer checked against a sorted-array model,
- * as are a record's neighbours through lg_rec_next() and lg_rec_prev().
+ * inserts, deletes of a record just looked up, bounds moved in place as
+ * fallback.c moves them (starts through lg_rec_set_start()), and runs of
+ * lookups with no change in between (the ones answered from the cached
+ * leaf), each answer checked against a model, as are a record's
+ * neighbours through lg_rec_next() and lg_rec_prev(), and the tree's own
+ * invariants (lg_rec_check()). Small: a few leaves, every kind of change
+ * often. Large: 60,000 records, three levels, inner nodes split and
+ * emptied. In order: records added and removed in address order and in
+ * reverse, the patterns of an arena.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,48 +23,104 @@
 #include "internal.h"
 #include "stress/rng.h"
 
-#define SPACE 4000	/* addresses 0 .. SPACE-1, in units of one */
-#define STEPS 200000
+#define SPACE_MAX (1u << 17)	/* addresses 1 .. space-1, in units of one */
 
 static struct rng rng;
+static uintptr_t space;
 
 static unsigned int below(unsigned int n)
 {
 	return (unsigned int)(rng_next(&rng) % n);
 }
 
-/* The model: owner[a] is the record holding address a, or NULL. */
-static struct lg_rec *owner[SPACE];
+/*
+ * The model: owner[a] is the start of the record holding address a, plus
+ * one (0: none), ends[start] that record's end, and a bit in starts[] for
+ * each start, scanned a word at a time.
+ */
+static uintptr_t owner[SPACE_MAX], ends[SPACE_MAX];
+static uint64_t starts[SPACE_MAX / 64];
 
-static struct lg_rec *model_first_above(uintptr_t addr)
+struct iv {
+	uintptr_t start, end;	/* end 0: none */
+};
+
+static struct iv model_rec(uintptr_t start)
 {
-	for (uintptr_t a = addr; a < SPACE; a++)
-		if (owner[a] && owner[a]->end > addr)
-			return owner[a];
-	return NULL;
+	return (struct iv){ start, ends[start] };
 }
 
-static struct lg_rec *model_before(uintptr_t addr)
+/* The first start at or above a, or 0. */
+static uintptr_t start_from(uintptr_t a)
 {
-	for (uintptr_t a = addr < SPACE ? addr : SPACE; a-- > 0;)
-		if (owner[a] && owner[a]->start < addr)
-			return owner[a];
-	return NULL;
+	for (uintptr_t w = a / 64; a < space && w < SPACE_MAX / 64; w++, a = w * 64) {
+		uint64_t bits = starts[w] & (~0ull << (a % 64));
+
+		if (bits)
+			return w * 64 + (uintptr_t)__builtin_ctzll(bits);
+	}
+	return 0;
 }
 
-static struct lg_rec *model_at_or_above(uintptr_t addr)
+/* The last start below a, or 0. */
+static uintptr_t start_below(uintptr_t a)
 {
-	for (uintptr_t a = addr; a < SPACE; a++)
-		if (owner[a] && owner[a]->start >= addr)
-			return owner[a];
-	return NULL;
+	a = a < space ? a : space;
+	for (uintptr_t w = a / 64 + 1; w-- > 0;) {
+		uint64_t bits = w < a / 64 ? starts[w]
+					   : a % 64 ? starts[w] & (~0ull >> (64 - a % 64)) : 0;
+
+		if (bits)
+			return w * 64 + 63 - (uintptr_t)__builtin_clzll(bits);
+	}
+	return 0;
 }
 
-static void set_owner(uintptr_t start, uintptr_t end, struct lg_rec *r)
+static struct iv model_first_above(uintptr_t addr)
+{
+	uintptr_t s = addr < space && owner[addr] ? owner[addr] - 1 : start_from(addr);
+
+	return s ? model_rec(s) : (struct iv){ 0, 0 };
+}
+
+static struct iv model_before(uintptr_t addr)
+{
+	uintptr_t s = start_below(addr);
+
+	return s ? model_rec(s) : (struct iv){ 0, 0 };
+}
+
+static struct iv model_at_or_above(uintptr_t addr)
+{
+	uintptr_t s = start_from(addr);
+
+	return s ? model_rec(s) : (struct iv){ 0, 0 };
+}
+
+static void set_owner(uintptr_t start, uintptr_t end, bool on)
 {
 	for (uintptr_t a = start; a < end; a++)
-		owner[a] = r;
+		owner[a] = on ? start + 1 : 0;
+	ends[start] = on ? end : 0;
+	if (on)
+		starts[start / 64] |= 1ull << (start % 64);
+	else
+		starts[start / 64] &= ~(1ull << (start % 64));
 }
+
+/* The record r is the model's m (both none, or the same bounds). */
+#define assert_rec(r, m)                                                   \
+	do {                                                               \
+		const struct lg_rec *r_ = (r);                             \
+		struct iv m_ = (m);                                        \
+		if (!m_.end) {                                             \
+			assert_null(r_);                                   \
+		} else {                                                   \
+			assert_non_null(r_);                               \
+			assert_int_equal(r_->start, m_.start);             \
+			assert_int_equal(r_->end, m_.end);                 \
+		}                                                          \
+	} while (0)
 
 /* A few lookups of each kind near addr, one after another, all checked. */
 static void check_lookups(uintptr_t addr)
@@ -69,45 +129,53 @@ static void check_lookups(uintptr_t addr)
 		uintptr_t a = addr + below(9) - 4;
 		struct lg_rec *lo, *hi;
 
-		if (a >= SPACE)
+		if (a >= space)
 			continue;
 		switch (below(3)) {
 		case 0:
 			lo = lg_rec_first_above(a);
-			assert_ptr_equal(lo, model_first_above(a));
-			/* the address-order links beside the tree */
+			assert_rec(lo, model_first_above(a));
+			/* the neighbours in address order */
 			if (lo) {
-				assert_ptr_equal(lg_rec_next(lo), model_first_above(lo->end));
-				assert_ptr_equal(lg_rec_prev(lo), model_before(lo->start));
+				assert_rec(lg_rec_next(lo), model_first_above(lo->end));
+				assert_rec(lg_rec_prev(lo), model_before(lo->start));
 			}
 			break;
 		case 1:
-			assert_ptr_equal(lg_rec_before(a), model_before(a));
+			assert_rec(lg_rec_before(a), model_before(a));
 			break;
 		default:
 			if (owner[a])
 				break;	/* around() is asked only of free addresses */
 			lg_rec_around(a, &lo, &hi);
-			assert_ptr_equal(lo, model_before(a));
-			assert_ptr_equal(hi, model_at_or_above(a));
+			assert_rec(lo, model_before(a));
+			assert_rec(hi, model_at_or_above(a));
 		}
 	}
 }
 
-static void insert_free(void)
+static void insert_at(uintptr_t start, uintptr_t end)
 {
-	uintptr_t start = 1 + below(SPACE - 40), end = start + 1 + below(30);
-	struct lg_rec rec = { 0 }, *r;
+	struct lg_rec rec = { .start = start, .end = end, .off = start * 3 }, *r;
+
+	assert_int_equal(lg_rec_reserve(1), 0);
+	r = lg_rec_insert(&rec);
+	assert_non_null(r);
+	assert_int_equal(r->start, start);
+	assert_int_equal(r->end, end);
+	assert_int_equal(r->off, start * 3);
+	set_owner(start, end, true);
+}
+
+static void insert_free(unsigned int maxlen)
+{
+	uintptr_t start = 1 + below((unsigned int)space - maxlen - 2);
+	uintptr_t end = start + 1 + below(maxlen);
 
 	for (uintptr_t a = start; a < end; a++)
 		if (owner[a])
 			return;
-	rec.start = start;
-	rec.end = end;
-	assert_int_equal(lg_rec_reserve(1), 0);
-	r = lg_rec_insert(&rec);
-	assert_non_null(r);
-	set_owner(start, end, r);
+	insert_at(start, end);
 }
 
 /* Look a record up, then delete what the lookup returned. */
@@ -115,10 +183,10 @@ static void delete_looked_up(uintptr_t addr)
 {
 	struct lg_rec *r = lg_rec_first_above(addr);
 
-	assert_ptr_equal(r, model_first_above(addr));
+	assert_rec(r, model_first_above(addr));
 	if (!r)
 		return;
-	set_owner(r->start, r->end, NULL);
+	set_owner(r->start, r->end, false);
 	lg_rec_delete(r);
 }
 
@@ -126,40 +194,44 @@ static void delete_looked_up(uintptr_t addr)
 static void move_bounds(uintptr_t addr)
 {
 	struct lg_rec *r = lg_rec_first_above(addr);
+	uintptr_t start, end;
 
 	if (!r || r->end - r->start < 2)
 		return;
-	set_owner(r->start, r->end, NULL);
+	start = r->start;
+	end = r->end;
+	set_owner(start, end, false);
 	switch (below(4)) {
 	case 0:
-		r->start++;
+		start++;
 		break;
 	case 1:
-		r->end--;
+		end--;
 		break;
 	case 2:
-		if (r->start > 1 && !owner[r->start - 1])
-			r->start--;
+		if (start > 1 && !owner[start - 1])
+			start--;
 		break;
 	default:
-		if (r->end < SPACE - 1 && !owner[r->end])
-			r->end++;
+		if (end < space - 1 && !owner[end])
+			end++;
 	}
-	set_owner(r->start, r->end, r);
+	if (start != r->start)
+		lg_rec_set_start(r, start);
+	r->end = end;
+	set_owner(start, end, true);
 }
 
-static void records_match_a_model(void **state)
+static void random_steps(unsigned int steps, unsigned int maxlen, unsigned int check_every)
 {
-	(void)state;
-	rng_seed(&rng, 18);
-	for (int step = 0; step < STEPS; step++) {
-		uintptr_t addr = below(SPACE);
+	for (unsigned int step = 0; step < steps; step++) {
+		uintptr_t addr = below((unsigned int)space);
 
 		switch (below(10)) {
 		case 0:
 		case 1:
 		case 2:
-			insert_free();
+			insert_free(maxlen);
 			break;
 		case 3:
 		case 4:
@@ -172,20 +244,89 @@ static void records_match_a_model(void **state)
 			break;
 		}
 		check_lookups(addr);
+		if (step % check_every == 0)
+			assert_int_equal(lg_rec_check(), 0);
 	}
-	/* Empty it through lookups and deletes, checking as it goes. */
-	while (model_first_above(0)) {
-		delete_looked_up(below(SPACE));
-		check_lookups(below(SPACE));
+}
+
+/* Empty it through lookups and deletes, checking as it goes. */
+static void empty_randomly(unsigned int check_every)
+{
+	for (unsigned int step = 0; model_first_above(0).end; step++) {
+		delete_looked_up(below((unsigned int)space));
+		check_lookups(below((unsigned int)space));
+		if (step % check_every == 0)
+			assert_int_equal(lg_rec_check(), 0);
 	}
+	assert_int_equal(lg_rec_check(), 0);
 	assert_null(lg_rec_first_above(0));
-	assert_null(lg_rec_before(SPACE));
+	assert_null(lg_rec_before(space));
+	assert_false(lg_fallback_any());
+}
+
+static void records_match_a_model(void **state)
+{
+	(void)state;
+	space = 4000;
+	rng_seed(&rng, 18);
+	random_steps(200000, 30, 16);
+	empty_randomly(16);
+}
+
+/* Enough records for inner nodes to split, and to empty again. */
+static void records_three_levels(void **state)
+{
+	(void)state;
+	space = SPACE_MAX;
+	rng_seed(&rng, 28);
+	while (lg_fallback_live < 60000)
+		insert_free(2);
+	assert_int_equal(lg_rec_check(), 0);
+	random_steps(100000, 3, 997);
+	empty_randomly(997);
+}
+
+/* An arena's order: up the address space, then freed up or down. */
+static void records_in_order(void **state)
+{
+	(void)state;
+	space = SPACE_MAX;
+	uintptr_t top = (space - 3) | 1;	/* the last record's start */
+
+	rng_seed(&rng, 5);
+	for (int down = 0; down < 2; down++) {
+		for (uintptr_t a = 1; a <= top; a += 2) {
+			insert_at(a, a + 1);
+			if (a % 4099 == 1)
+				check_lookups(a);
+		}
+		assert_int_equal(lg_rec_check(), 0);
+		for (uintptr_t i = 1; i <= top; i += 2) {
+			uintptr_t a = down ? top + 1 - i : i;
+
+			delete_looked_up(a);
+			if (i % 4099 == 1) {
+				check_lookups(a);
+				assert_int_equal(lg_rec_check(), 0);
+			}
+		}
+		assert_int_equal(lg_rec_check(), 0);
+		assert_false(lg_fallback_any());
+	}
+	/* ... and installed downwards */
+	for (uintptr_t a = top; a <= top; a -= 2)
+		insert_at(a, a + 1);
+	assert_int_equal(lg_rec_check(), 0);
+	check_lookups(space / 2);
+	empty_randomly(997);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(records_match_a_model),
+		cmocka_unit_test(records_three_levels),
+		cmocka_unit_test(records_in_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
