@@ -312,17 +312,12 @@ static struct lg_rec rec_of(const struct lg_vma *v, uintptr_t start, uintptr_t e
  * anonymous memory (its name, lg_vma_kind_at()); smaps is read only for
  * a refused file mapping.
  */
-static int discard(const struct plan *todo, uintptr_t start, uintptr_t end)
+static __attribute__((noinline)) int discard_each(const struct piece *todo, size_t n)
 {
-	int ret = lg_madvise((void *)start, end - start, MADV_DONTNEED);
+	int ret;
 
-	/* A seccomp filter refused madvise(): the guard keeps the data (libguard(7)). */
-	if (lg_refused(ret))
-		return 0;
-	if (ret != -EINVAL)
-		return ret;
-	for (size_t i = 0; i < todo->n; i++) {
-		const struct lg_rec *r = &todo->v[i].rec;
+	for (size_t i = 0; i < n; i++) {
+		const struct lg_rec *r = &todo[i].rec;
 		struct lg_vma v;
 		int kind;
 
@@ -336,6 +331,16 @@ static int discard(const struct plan *todo, uintptr_t start, uintptr_t end)
 			return -EINVAL;
 	}
 	return 0;
+}
+
+static int discard(const struct piece *todo, size_t n, uintptr_t start, uintptr_t end)
+{
+	int ret = lg_madvise((void *)start, end - start, MADV_DONTNEED);
+
+	/* A seccomp filter refused madvise(): the guard keeps the data (libguard(7)). */
+	if (lg_refused(ret))
+		return 0;
+	return ret != -EINVAL ? ret : discard_each(todo, n);
 }
 
 /*
@@ -390,7 +395,7 @@ static int plan_install(uintptr_t start, uintptr_t end, struct plan *todo, struc
 	return 0;
 }
 
-int lg_fallback_install(uintptr_t start, uintptr_t end)
+static __attribute__((noinline)) int install_planned(uintptr_t start, uintptr_t end)
 {
 	struct plan todo, stale;
 	size_t done = 0, splits = 1;
@@ -403,7 +408,7 @@ int lg_fallback_install(uintptr_t start, uintptr_t end)
 	if (!ret)
 		ret = lg_rec_reserve(todo.n + splits);
 	if (!ret)
-		ret = discard(&todo, start, end);
+		ret = discard(todo.v, todo.n, start, end);
 	/*
 	 * mprotect() of one piece changes one VMA, or none: on failure the
 	 * pieces done are undone, which restores the layout from before the
@@ -419,7 +424,7 @@ int lg_fallback_install(uintptr_t start, uintptr_t end)
 		while (done--) {
 			const struct lg_rec *r = &todo.v[done].rec;
 
-			mprotect((void *)r->start, r->end - r->start, r->prot);
+			lg_mprotect((void *)r->start, r->end - r->start, r->prot);
 		}
 	} else {
 		for (size_t i = 0; i < stale.n; i++)
@@ -512,7 +517,7 @@ static int plan_recorded(uintptr_t start, uintptr_t end, bool check_holes, struc
  * Restore what install recorded in [start, end), where it still holds; a
  * hole in the range: -ENOMEM, nothing done. The stale parts are forgotten.
  */
-int lg_fallback_remove(uintptr_t start, uintptr_t end)
+static __attribute__((noinline)) int remove_planned(uintptr_t start, uintptr_t end)
 {
 	struct plan keep, stale;
 	size_t done = 0;
@@ -536,7 +541,7 @@ int lg_fallback_remove(uintptr_t start, uintptr_t end)
 		while (done--) {
 			const struct lg_rec *r = &keep.v[done].rec;
 
-			mprotect((void *)r->start, r->end - r->start, PROT_NONE);
+			lg_mprotect((void *)r->start, r->end - r->start, PROT_NONE);
 		}
 	} else {
 		carve(start, end);
@@ -545,6 +550,95 @@ int lg_fallback_remove(uintptr_t start, uintptr_t end)
 	plan_free(&keep);
 	plan_free(&stale);
 	return ret;
+}
+
+/*
+ * The common calls, in fewer steps: an install in one VMA with no record
+ * there yet, a removal inside one record and one VMA. Each does what the
+ * planned path does with the one piece its plan would hold, so the two
+ * agree; anything else is NOT_SIMPLE, found before any change, and the
+ * planned path starts over (with one PROCMAP_QUERY more if this one made
+ * it). Why: the plans' arrays, loops and copies are instructions and
+ * pages touched after the system calls (bench/README, the fallback rows).
+ */
+#define NOT_SIMPLE 1
+
+static LG_HOT int install_simple(uintptr_t start, uintptr_t end)
+{
+	struct lg_rec *r = lg_rec_first_above(start);
+	struct piece p;
+	struct lg_vma v;
+	int ret;
+
+	if (r && r->start < end)
+		return NOT_SIMPLE;
+	ret = vma_covering(start, &v);
+	if (ret)
+		return ret;
+	if (v.end < end)
+		return NOT_SIMPLE;
+	p.rec = rec_of(&v, start, end, v.prot);
+	/* the piece and a split, as install_planned() reserves */
+	ret = lg_rec_reserve(2);
+	if (!ret)
+		ret = discard(&p, 1, start, end);
+	if (!ret && p.rec.prot != PROT_NONE) {
+		ret = lg_mprotect((void *)start, end - start, PROT_NONE);
+		if (ret)
+			lg_mprotect((void *)start, end - start, p.rec.prot);
+	}
+	if (!ret)
+		insert_joined(&p.rec);
+	return ret;
+}
+
+static LG_HOT int remove_simple(uintptr_t start, uintptr_t end)
+{
+	struct lg_rec *r = lg_rec_first_above(start);
+	struct lg_vma v;
+	bool holds;
+	int prot, ret;
+
+	if (!r || r->start > start || r->end < end)
+		return NOT_SIMPLE;
+	ret = lg_vma_at(start, &v);
+	if (ret < 0)
+		return ret;
+	if (ret == 0 || v.start > start)
+		return -ENOMEM;	/* a hole: nothing done */
+	if (v.end < end)
+		return NOT_SIMPLE;
+	holds = same_vma(r, &v);
+	prot = r->prot;
+	ret = lg_rec_reserve(1);
+	if (!ret && holds && prot != PROT_NONE) {
+		ret = lg_mprotect((void *)start, end - start, prot);
+		if (ret)
+			lg_mprotect((void *)start, end - start, PROT_NONE);
+	}
+	if (!ret)
+		carve(start, end);
+	return ret;
+}
+
+LG_HOT int lg_fallback_install(uintptr_t start, uintptr_t end)
+{
+	int ret;
+
+	lg_lock();
+	ret = install_simple(start, end);
+	lg_unlock();
+	return ret == NOT_SIMPLE ? install_planned(start, end) : ret;
+}
+
+LG_HOT int lg_fallback_remove(uintptr_t start, uintptr_t end)
+{
+	int ret;
+
+	lg_lock();
+	ret = remove_simple(start, end);
+	lg_unlock();
+	return ret == NOT_SIMPLE ? remove_planned(start, end) : ret;
 }
 
 void lg_fallback_forget(uintptr_t start, uintptr_t end)
