@@ -170,6 +170,49 @@ static inline bool native_ok(unsigned int flags, unsigned int allowed)
 	       (w & GUARD_CAP_NATIVE_MASK);
 }
 
+/*
+ * The fallback by policy (GUARD_FALLBACK; forced, for an install; or no
+ * native guards here): a call with nothing of the native method in it.
+ * lg_fallback_install() and lg_fallback_remove() touch errno only where
+ * they call libc, and keep it there, so with raw system calls this needs
+ * no saving of it (LG_KEEP_ERRNO_UNLESS_RAW says why).
+ */
+static inline bool fallback_only(unsigned int flags, unsigned int allowed, bool install)
+{
+	unsigned int w = __atomic_load_n(&lg_probed_word, __ATOMIC_ACQUIRE);
+
+	return !(flags & ~allowed) && !(flags & GUARD_NATIVE) && (w & LG_PROBED) &&
+	       ((flags & GUARD_FALLBACK) || (install && (w & LG_FORCED)) ||
+		!(w & GUARD_CAP_NATIVE_MASK));
+}
+
+static __attribute__((noinline)) LG_HOT int install_fallback(uintptr_t start, uintptr_t end,
+							    unsigned int *how)
+{
+	LG_KEEP_ERRNO_UNLESS_RAW;
+	int ret = lg_fallback_install(start, end);
+
+	if (!ret && lg_on_valgrind())
+		lg_vg_guarded(start, end);
+	*how = ret ? 0 : GUARD_METHOD_FALLBACK;
+	return ret;
+}
+
+/* No record at all: only the check for holes. */
+static __attribute__((noinline)) int range_mapped(uintptr_t start, uintptr_t end)
+{
+	return lg_range_mapped((void *)start, end - start);
+}
+
+/* remove_checked() with no native removal to follow */
+static __attribute__((noinline)) LG_HOT int remove_fallback(uintptr_t start, uintptr_t end)
+{
+	LG_KEEP_ERRNO_UNLESS_RAW;
+	int ret = lg_fallback_any() ? lg_fallback_remove(start, end) : range_mapped(start, end);
+
+	return unguarded(start, end, ret);
+}
+
 static __attribute__((noinline)) int install_slow(uintptr_t start, uintptr_t end,
 						  unsigned int flags, unsigned int *method)
 {
@@ -223,6 +266,8 @@ static inline __attribute__((always_inline)) int install_range(uintptr_t start, 
 		return ret != -EINVAL && !lg_refused(ret) ? ret
 							   : install_refused(start, end, flags, how, ret);
 	}
+	if (fallback_only(flags, LG_INSTALL_FLAGS, true))
+		return install_fallback(start, end, how);
 	return install_slow(start, end, flags, how);
 }
 
@@ -289,5 +334,7 @@ LG_EXPORT LG_HOT int guard_remove(void *addr, size_t len, unsigned int flags)
 			return lg_native_remove_refused((uintptr_t)addr, end, ret);
 		return ret != -EINVAL ? ret : remove_refused((uintptr_t)addr, end);
 	}
+	if (fallback_only(flags, LG_FLAGS_ALL, false))
+		return remove_fallback((uintptr_t)addr, end);
 	return remove_slow((uintptr_t)addr, end, flags);
 }

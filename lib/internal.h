@@ -172,6 +172,17 @@ static inline int lg_madvise(void *addr, size_t len, int advice)
 #else
 #define LG_RAW_MAPPING LG_HAVE_RAW_SYSCALL
 #endif
+/*
+ * A path whose system calls are all raw (and whose rare libc calls, on
+ * error paths, keep errno themselves) has no errno to save: saving it
+ * costs libc's __errno_location(), its text, GOT and TLS pages touched
+ * after the system calls. Elsewhere LG_KEEP_ERRNO.
+ */
+#if LG_HAVE_RAW_SYSCALL && LG_RAW_MAPPING
+#define LG_KEEP_ERRNO_UNLESS_RAW ((void)0)
+#else
+#define LG_KEEP_ERRNO_UNLESS_RAW LG_KEEP_ERRNO
+#endif
 /* mmap() of anonymous memory: the address, or -errno (-4095..-1). */
 static inline long lg_mmap_anon(size_t len, int prot, int flags)
 {

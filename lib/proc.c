@@ -58,6 +58,7 @@ int lg_proc_fd(enum lg_proc which)
 /* Called with lg_lock() held: lg_proc_lost() without taking it. */
 static bool lost_locked(enum lg_proc which, int fd)
 {
+	LG_KEEP_ERRNO;
 	struct stat st;
 
 	if (atomic_load_explicit(&cached[which], memory_order_relaxed) != fd)
@@ -81,18 +82,13 @@ bool lg_proc_lost(enum lg_proc which, int fd)
 	return lost;
 }
 
-/*
- * The same for a caller that holds lg_lock() already (the fallback):
- * the descriptor, opened if need be, without taking the lock again.
- */
-int lg_proc_fd_locked(enum lg_proc which)
+/* Open (on first use) the descriptor of which, with lg_lock() held. */
+static __attribute__((noinline)) int open_locked(enum lg_proc which)
 {
-	int fd = atomic_load_explicit(&cached[which], memory_order_relaxed);
+	LG_KEEP_ERRNO;
 	struct stat st;
+	int fd = paths[which] ? open(paths[which], O_RDONLY | O_CLOEXEC) : lg_pidfd_self();
 
-	if (fd >= 0)
-		return fd;
-	fd = paths[which] ? open(paths[which], O_RDONLY | O_CLOEXEC) : lg_pidfd_self();
 	if (fd < 0)
 		return paths[which] ? -errno : fd;
 	cached_unchecked[which] = false;
@@ -116,6 +112,17 @@ int lg_proc_fd_locked(enum lg_proc which)
 	cached_ino[which] = st.st_ino;
 	atomic_store_explicit(&cached[which], fd, memory_order_release);
 	return fd;
+}
+
+/*
+ * The same for a caller that holds lg_lock() already (the fallback):
+ * the descriptor, opened if need be, without taking the lock again.
+ */
+int lg_proc_fd_locked(enum lg_proc which)
+{
+	int fd = atomic_load_explicit(&cached[which], memory_order_relaxed);
+
+	return fd >= 0 ? fd : open_locked(which);
 }
 
 bool lg_proc_lost_locked(enum lg_proc which, int fd)

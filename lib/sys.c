@@ -61,6 +61,7 @@ long lg_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice
 
 int lg_range_mapped_mincore(const void *addr, size_t len)
 {
+	LG_KEEP_ERRNO;
 	size_t page = lg_page_size();
 	unsigned char vec[256];
 
@@ -86,6 +87,7 @@ static atomic_bool no_procmap_query;
 /* Kernels before 6.11: the same answer from the text of the maps file. */
 static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
 {
+	LG_KEEP_ERRNO;
 	struct lg_lines f;
 	char *line;
 	int ret = lg_lines_open(&f, "/proc/self/maps");
@@ -195,6 +197,7 @@ int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma)
 
 int lg_vma_kind(uintptr_t start, uintptr_t end)
 {
+	LG_KEEP_ERRNO;
 	struct lg_lines f;
 	char *line;
 	bool inside = false;

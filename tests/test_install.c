@@ -465,11 +465,11 @@ static void kept_pagemap_after_fork(void **state)
 }
 
 /* The number of the library's kept pagemap descriptor, or -1. */
-static int kept_pagemap_fd(void)
+static int kept_proc_fd(const char *name)
 {
 	char want[64], link[64], path[64];
 
-	snprintf(want, sizeof(want), "/proc/%d/pagemap", (int)getpid());
+	snprintf(want, sizeof(want), "/proc/%d/%s", (int)getpid(), name);
 	for (int fd = 0; fd < 1024; fd++) {
 		ssize_t n;
 
@@ -502,7 +502,7 @@ static void kept_pagemap_replaced(void **state)
 	tmap_new(T_ANON, 6, &m);
 	assert_int_equal(guard_install(m.addr, 2 * pg, 0), 0);
 	assert_int_equal(guard_remove(m.addr, 2 * pg, 0), 0);
-	fd = kept_pagemap_fd();
+	fd = kept_proc_fd("pagemap");
 	printf("# the library's pagemap descriptor: %d\n", fd);
 	assert_true(fd >= 0);
 	other = memfd_create("not-pagemap", MFD_CLOEXEC);
@@ -511,7 +511,7 @@ static void kept_pagemap_replaced(void **state)
 	assert_null(midway_failure(m.addr, 1, out));
 	printf("# after the descriptor was replaced: %s (want 010000)\n", out);
 	assert_string_equal(out, "010000");
-	assert_true(kept_pagemap_fd() >= 0);
+	assert_true(kept_proc_fd("pagemap") >= 0);
 	assert_string_equal(query_str(m.addr, 6 * pg), "000000");
 	close(fd);
 	close(other);
@@ -538,6 +538,48 @@ static void errno_preserved(void **state)
 	munmap(m.addr + pg, pg);
 	assert_int_equal(guard_install(m.addr, 2 * pg, 0), -ENOMEM);
 	assert_int_equal(errno, 4242);
+	munmap(m.addr, pg);
+}
+
+/*
+ * The fallback calls libc only where a system call failed or a descriptor
+ * is to be opened, and keeps errno there itself: its kept maps descriptor
+ * replaced by another file, then closed (its fstat() fails), makes the
+ * next calls open maps again.
+ */
+static void errno_preserved_fallback_reopen(void **state)
+{
+	struct tmap m;
+	int fd, other;
+
+	(void)state;
+	tmap_new(T_ANON, 2, &m);
+	assert_int_equal(guard_install(m.addr, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(guard_remove(m.addr, pg, GUARD_FALLBACK), 0);
+	fd = kept_proc_fd("maps");
+	printf("# the library's maps descriptor: %d\n", fd);
+	assert_true(fd >= 0);
+	other = memfd_create("not-maps", MFD_CLOEXEC);
+	assert_true(other >= 0);
+	assert_int_equal(dup2(other, fd), fd);
+	errno = 4242;
+	assert_int_equal(guard_install(m.addr, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(errno, 4242);
+	assert_true(kept_proc_fd("maps") >= 0);
+	assert_string_equal(query_str(m.addr, 2 * pg), "20");
+	assert_int_equal(guard_remove(m.addr, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(errno, 4242);
+	close(kept_proc_fd("maps"));
+	assert_int_equal(guard_install(m.addr, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(errno, 4242);
+	assert_int_equal(guard_remove(m.addr, pg, GUARD_FALLBACK), 0);
+	assert_int_equal(errno, 4242);
+	assert_string_equal(query_str(m.addr, 2 * pg), "00");
+	munmap(m.addr + pg, pg);
+	assert_int_equal(guard_install(m.addr, 2 * pg, GUARD_FALLBACK), -ENOMEM);
+	assert_int_equal(errno, 4242);
+	close(fd);
+	close(other);
 	munmap(m.addr, pg);
 }
 
@@ -660,6 +702,7 @@ int main(void)
 		cmocka_unit_test(kept_pagemap_after_fork),
 		cmocka_unit_test(kept_pagemap_replaced),
 		cmocka_unit_test(errno_preserved),
+		cmocka_unit_test(errno_preserved_fallback_reopen),
 		cmocka_unit_test(threads_disjoint),
 		cmocka_unit_test(install2_method),
 		cmocka_unit_test(fresh_install),
