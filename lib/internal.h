@@ -23,11 +23,19 @@
 /* Public entry points: everything else is hidden, see libguard.map. */
 #define LG_EXPORT __attribute__((visibility("default")))
 /*
- * The one-page guard_install()/guard_remove() path: grouped by the linker
- * into one page of text (.text.hot), so that the calls touch few pages
- * after each system call (with PTI, the kernel entry flushes the TLB).
+ * The hot paths, the one-page native guard_install()/guard_remove() and
+ * the fallback's: grouped by the linker into .text.hot (from a page
+ * boundary: fallback.c), so that the calls touch few pages after each
+ * system call (with PTI, the kernel entry flushes the TLB).
  */
 #define LG_HOT __attribute__((hot))
+/*
+ * The variables every call reads: in .data, which holds little else, so
+ * that they share a page instead of lying across .bss, between the
+ * record's static slab and the registry's table (a page each touched
+ * after the system calls).
+ */
+#define LG_HOT_DATA __attribute__((section(".data.lg_hot")))
 
 /* uapi bits newer than Debian 12's linux-libc-dev (6.1). */
 #ifndef MADV_GUARD_INSTALL

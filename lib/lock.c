@@ -54,7 +54,7 @@
  * suite). The mutex is a leaf: nothing takes another lock under it, not
  * even malloc()'s (records.c says why).
  */
-static int word;
+static int word LG_HOT_DATA;
 
 #if LG_SANITIZE_THREAD
 #include <sanitizer/tsan_interface.h>
@@ -104,14 +104,14 @@ static void unlock_word(void)
 		futex(FUTEX_WAKE, 1);
 }
 
-void lg_lock(void)
+LG_HOT void lg_lock(void)
 {
 	TSAN_LOCKING();
 	lock_word();
 	TSAN_LOCKED();
 }
 
-void lg_unlock(void)
+LG_HOT void lg_unlock(void)
 {
 	TSAN_UNLOCKING();
 	unlock_word();

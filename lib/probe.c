@@ -39,7 +39,7 @@
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 /* See lg_probe_word(): read inline by every call, hence no pthread_once(). */
-unsigned int lg_probed_word;
+unsigned int lg_probed_word LG_HOT_DATA;
 
 /* Map two pages of fd (or anonymous memory for fd < 0), guard the first. */
 static void *guarded_scratch(int fd, int prot, int flags)

@@ -31,7 +31,8 @@
 #include <unistd.h>
 
 static const char *const paths[LG_PROC_N] = { "/proc/self/pagemap", "/proc/self/maps", NULL };
-static atomic_int cached[LG_PROC_N] = { -1, -1, -1 };	/* written under lg_lock(), read without */
+/* written under lg_lock(), read without */
+static atomic_int cached[LG_PROC_N] LG_HOT_DATA = { -1, -1, -1 };
 static dev_t cached_dev[LG_PROC_N];
 static ino_t cached_ino[LG_PROC_N];
 /* fstat() refused by a seccomp filter: no inode to check the descriptor against. */
@@ -118,7 +119,7 @@ static __attribute__((noinline)) int open_locked(enum lg_proc which)
  * The same for a caller that holds lg_lock() already (the fallback):
  * the descriptor, opened if need be, without taking the lock again.
  */
-int lg_proc_fd_locked(enum lg_proc which)
+LG_HOT int lg_proc_fd_locked(enum lg_proc which)
 {
 	int fd = atomic_load_explicit(&cached[which], memory_order_relaxed);
 

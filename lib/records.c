@@ -65,7 +65,7 @@ struct node {
 _Static_assert(sizeof(struct node) == NODE_BYTES, "a node is NODE_BYTES");
 
 static struct node first[FIRST_NODES];
-/* The tree's state, which every call reads. */
+/* The tree's state, which every call reads: with the other hot data. */
 static struct {
 	struct node *root;
 	unsigned int height;	/* levels, leaves included; 0: no record */
@@ -80,8 +80,8 @@ static struct {
 		unsigned int pos;
 		uintptr_t key;
 	} cache;
-} t;
-size_t lg_fallback_live;
+} t LG_HOT_DATA;
+size_t lg_fallback_live LG_HOT_DATA;
 
 static inline struct node *node_of(const struct lg_rec *rec)
 {

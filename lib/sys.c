@@ -33,7 +33,7 @@
 #define __NR_process_madvise 440
 #endif
 
-size_t lg_page_cache;
+size_t lg_page_cache LG_HOT_DATA;
 
 size_t lg_page_size_slow(void)
 {
@@ -82,7 +82,7 @@ int lg_vma_open(void)
 	return fd < 0 ? -errno : fd;
 }
 
-static atomic_bool no_procmap_query;
+static atomic_bool no_procmap_query LG_HOT_DATA;
 
 /* Kernels before 6.11: the same answer from the text of the maps file. */
 static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
@@ -105,27 +105,42 @@ static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
 	return ret;
 }
 
-/* One PROCMAP_QUERY: 1, 0 (nothing at or above addr), or -errno (ENOTTY: none). */
-static int procmap_query(int fd, uintptr_t addr, struct lg_vma *vma, char *name, size_t name_size)
+/* The PROCMAP_QUERY q: 1 and *vma, 0 (nothing at or above), or -errno (ENOTTY: none). */
+static LG_HOT int procmap_ask(int fd, struct lg_procmap_query *q, struct lg_vma *vma)
+{
+	int ret = lg_ioctl(fd, LG_PROCMAP_QUERY, q);
+
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
+	lg_vg_defined(q, sizeof(*q));	/* the kernel wrote it */
+	lg_procmap_vma(q, vma);
+	return 1;
+}
+
+static LG_HOT int procmap_query(int fd, uintptr_t addr, struct lg_vma *vma)
+{
+	struct lg_procmap_query q;
+
+	lg_procmap_request(&q, addr);
+	return procmap_ask(fd, &q, vma);
+}
+
+/* The same, and the VMA's name into name. */
+static int procmap_query_named(int fd, uintptr_t addr, struct lg_vma *vma, char *name,
+			       size_t name_size)
 {
 	struct lg_procmap_query q;
 	int ret;
 
 	lg_procmap_request(&q, addr);
-	if (name) {
-		q.vma_name_addr = (uintptr_t)name;
-		q.vma_name_size = (__u32)name_size;
-		name[0] = 0;
-	}
-	ret = lg_ioctl(fd, LG_PROCMAP_QUERY, &q);
-	if (ret)
-		return ret == -ENOENT ? 0 : ret;
-	/* The kernel wrote these; valgrind does not know the ioctl's name buffer. */
-	lg_vg_defined(&q, sizeof(q));
-	if (name && q.vma_name_size <= name_size)
+	q.vma_name_addr = (uintptr_t)name;
+	q.vma_name_size = (__u32)name_size;
+	name[0] = 0;
+	ret = procmap_ask(fd, &q, vma);
+	/* valgrind does not know the ioctl's name buffer */
+	if (ret > 0 && q.vma_name_size <= name_size)
 		lg_vg_defined(name, q.vma_name_size);
-	lg_procmap_vma(&q, vma);
-	return 1;
+	return ret;
 }
 
 int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
@@ -134,7 +149,7 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
 
 	if (atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
 		return vma_find_text(addr, vma);
-	ret = procmap_query(fd, addr, vma, NULL, 0);
+	ret = procmap_query(fd, addr, vma);
 	if (!lg_procmap_absent(ret))
 		return ret;
 	atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
@@ -147,7 +162,7 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
  * (ENOTTY on another file) is not taken as the kernel's answer: the
  * descriptor is opened again, once.
  */
-int lg_vma_at(uintptr_t addr, struct lg_vma *vma)
+LG_HOT int lg_vma_at(uintptr_t addr, struct lg_vma *vma)
 {
 	for (int tries = 0;; tries++) {
 		int fd = lg_proc_fd_locked(LG_PROC_MAPS), ret;
@@ -156,7 +171,7 @@ int lg_vma_at(uintptr_t addr, struct lg_vma *vma)
 			return fd;
 		if (atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
 			return vma_find_text(addr, vma);
-		ret = procmap_query(fd, addr, vma, NULL, 0);
+		ret = procmap_query(fd, addr, vma);
 		if (ret >= 0)
 			return ret;
 		if (!tries && lg_proc_lost_locked(LG_PROC_MAPS, fd))
@@ -186,7 +201,7 @@ int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma)
 	if (fd < 0 || vma->inode || vma->shared ||
 	    atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
 		return lg_vma_kind(vma->start, vma->end);
-	ret = procmap_query(fd, addr, &v, name, sizeof(name));
+	ret = procmap_query_named(fd, addr, &v, name, sizeof(name));
 	if (ret <= 0 || v.start != vma->start || v.end != vma->end)
 		return lg_vma_kind(vma->start, vma->end);
 	if (!name[0] || !strcmp(name, "[heap]") || !strcmp(name, "[stack]") ||
