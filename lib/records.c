@@ -163,7 +163,10 @@ LG_HOT int lg_rec_reserve(size_t n)
 	/* each insertion may split a node at every level and add a root */
 	size_t need = n * (t.height + 1) + 1;
 
-	return t.nspare >= need && t.first_carved ? 0 : reserve_more(need);
+	/* with no record left, reserve_more() gives the mapped slabs back */
+	return t.nspare >= need && t.first_carved && (lg_fallback_live || !t.slabs)
+		       ? 0
+		       : reserve_more(need);
 }
 
 /* The tree's shape or keys changed: the cached leaf may answer for other keys. */
@@ -453,10 +456,24 @@ static LG_NO_LIBCALL void inner_insert(struct node **node, unsigned int *at, uns
 static __attribute__((cold, noinline)) struct node *split_leaf(struct node *x, unsigned int *i,
 						   uintptr_t start)
 {
-	struct node *path[MAX_DEPTH], *y = take_spare();
-	unsigned int at[MAX_DEPTH], d = path_to(nth(x, 0)->start, path, at);
+	struct node *path[MAX_DEPTH], *y;
+	unsigned int at[MAX_DEPTH], d;
 	unsigned int keep = *i == LEAF_CAP ? LEAF_CAP : *i == 0 ? 0 : LEAF_CAP / 2;
 	struct node *to;
+
+	/*
+	 * After every record of x, and the next leaf has room: the record
+	 * goes first there. Otherwise records added top-down above a full
+	 * leaf (mmap()'s order) would each split x anew at its end, one
+	 * 4 KiB leaf a record.
+	 */
+	if (*i == LEAF_CAP && x->next && x->next->n < LEAF_CAP) {
+		rekey(nth(x->next, 0)->start, start);
+		*i = 0;
+		return x->next;
+	}
+	y = take_spare();
+	d = path_to(nth(x, 0)->start, path, at);
 
 	/* full, so x->lo is 0; an empty x fills from the top (a leftmost leaf growing down) */
 	y->leaf = 1;
