@@ -362,33 +362,36 @@ LG_HOT void lg_rec_set_start(struct lg_rec *rec, uintptr_t start)
 }
 
 /*
- * Element moves by loops the compiler is told not to turn into memmove():
- * that would be a call into libc, whose pages (PLT, GOT, its text) a
- * call then touches after its system calls.
+ * Element moves by loops the compiler must not turn into memmove(): that
+ * would be a call into libc, whose pages (PLT, GOT, its text) a call then
+ * touches after its system calls. An empty asm that may touch memory, in
+ * the loop's body, keeps the loop a loop (gcc's optimize attribute would
+ * do it too, but it keeps the function from being inlined and gcc says
+ * it is not for production code).
  */
-#if defined(__clang__)
-#define LG_NO_LIBCALL __attribute__((no_builtin("memmove", "memcpy")))
-#else
-#define LG_NO_LIBCALL __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#endif
+#define LG_NO_LIBCALL_STEP() __asm__ volatile("" ::: "memory")
 
-static LG_HOT LG_NO_LIBCALL void rec_move(struct lg_rec *to, const struct lg_rec *from, size_t n)
+static LG_HOT void rec_move(struct lg_rec *to, const struct lg_rec *from, size_t n)
 {
 	if (to < from)
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			to[i] = from[i];
+			LG_NO_LIBCALL_STEP();
+		}
 	else
-		for (size_t i = n; i--;)
+		for (size_t i = n; i--;) {
 			to[i] = from[i];
+			LG_NO_LIBCALL_STEP();
+		}
 }
 
 /* Put key and child c right after child ci of x, which has room. */
-static LG_NO_LIBCALL void inner_put(struct node *x, unsigned int ci, uintptr_t key,
-				    struct node *c)
+static void inner_put(struct node *x, unsigned int ci, uintptr_t key, struct node *c)
 {
 	for (unsigned int j = x->n - 1; j > ci; j--) {
 		x->key[j] = x->key[j - 1];
 		x->child[j + 1] = x->child[j];
+		LG_NO_LIBCALL_STEP();
 	}
 	x->key[ci] = key;
 	x->child[ci + 1] = c;
@@ -401,8 +404,8 @@ static LG_NO_LIBCALL void inner_put(struct node *x, unsigned int ci, uintptr_t k
  * end leaves the full node full and starts a new one: records protected
  * in address order (a growing arena) fill their nodes.
  */
-static LG_NO_LIBCALL void inner_insert(struct node **node, unsigned int *at, unsigned int d,
-				       uintptr_t key, struct node *c)
+static void inner_insert(struct node **node, unsigned int *at, unsigned int d, uintptr_t key,
+			 struct node *c)
 {
 	while (d--) {
 		struct node *x = node[d], *y;
@@ -428,6 +431,7 @@ static LG_NO_LIBCALL void inner_insert(struct node **node, unsigned int *at, uns
 				y->child[j] = x->child[keep + j];
 				if (j + 1 < y->n)
 					y->key[j] = x->key[keep + j];
+				LG_NO_LIBCALL_STEP();
 			}
 			x->n = keep;
 			if (ci < keep)
@@ -572,10 +576,14 @@ static __attribute__((cold, noinline)) void drop_leaf(struct node *x, uintptr_t 
 			/* child ci goes, with the key before it (after it, for the first) */
 			unsigned int k = ci ? ci - 1 : 0;
 
-			for (unsigned int j = k; j + 1 < p->n - 1u; j++)
+			for (unsigned int j = k; j + 1 < p->n - 1u; j++) {
 				p->key[j] = p->key[j + 1];
-			for (unsigned int j = ci; j + 1 < p->n; j++)
+				LG_NO_LIBCALL_STEP();
+			}
+			for (unsigned int j = ci; j + 1 < p->n; j++) {
 				p->child[j] = p->child[j + 1];
+				LG_NO_LIBCALL_STEP();
+			}
 			p->n--;
 			break;
 		}
