@@ -481,6 +481,14 @@ void lg_rec_around(uintptr_t addr, struct lg_rec **lo, struct lg_rec **hi);
 void lg_rec_set_start(struct lg_rec *rec, uintptr_t start);
 /* The tree's invariants (tests): 0, or -1 if broken. */
 int lg_rec_check(void);
+/* What the record holds of memory (tests): nodes of 4 KiB. */
+struct lg_rec_stats {
+	size_t nodes;		/* in the tree */
+	size_t mapped;		/* static and in mapped slabs, in the tree or not */
+	size_t touched;		/* ever handed out: at most these are resident */
+	size_t slabs;		/* mappings */
+};
+void lg_rec_stats(struct lg_rec_stats *st);
 extern size_t lg_fallback_live LG_INTERNAL;	/* records held, readable without the lock */
 static inline bool lg_fallback_any(void)
 {

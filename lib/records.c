@@ -38,9 +38,10 @@
 #include <stdlib.h>
 
 #define NODE_BYTES 4096u	/* nodes are aligned to it: a record's leaf is its address rounded down */
-#define SLAB_NODES 16u		/* mapped 64 KiB at a time */
+#define SLAB_NODES 16u		/* a slab is mapped for at least these (64 KiB) */
 #define FIRST_NODES 8u		/* in .bss: the first records need no mmap() */
-#define NODE_ROOM (NODE_BYTES - 2 * sizeof(uint32_t) - sizeof(void *))
+#define TRIM_AT (4 * SLAB_NODES)	/* untouched nodes beyond a call's need that go back */
+#define NODE_ROOM (NODE_BYTES - 2 * sizeof(uint32_t) - 2 * sizeof(void *))
 #define LEAF_CAP ((NODE_ROOM - 2 * sizeof(void *)) / sizeof(struct lg_rec))
 #define INNER_KEYS ((NODE_ROOM - sizeof(void *)) / (2 * sizeof(void *)))
 #define MAX_DEPTH 16		/* inner levels: 255^16 records is more than an address space holds */
@@ -59,20 +60,37 @@ struct node {
 			struct node *child[INNER_KEYS + 1];
 		};
 	};
-	struct node *slab_next;	/* in a mapped slab's first node: the slab mapped before it */
 } __attribute__((aligned(NODE_BYTES)));
 
 _Static_assert(sizeof(struct node) == NODE_BYTES, "a node is NODE_BYTES");
 
+/*
+ * Where nodes come from: the static ones, then mapped slabs, each handed
+ * out from the bottom up (used) and never touched above that, so that a
+ * reservation for the worst case (every insertion splitting every level)
+ * costs address space, not memory: an install over 2,000 VMAs reserves
+ * some 8,000 nodes and uses a few. A mapped slab's header is on its first
+ * page, its nodes on the pages after it.
+ */
+struct slab {
+	struct slab *next;	/* mapped before it */
+	struct node *node;
+	size_t nodes, used;	/* node[used ..] never handed out */
+	size_t len;		/* of the mapping, header included */
+};
+
 static struct node first[FIRST_NODES];
+static struct slab first_slab = { .node = first, .nodes = FIRST_NODES };
 /* The tree's state, which every call reads: with the other hot data. */
 static struct {
 	struct node *root;
 	unsigned int height;	/* levels, leaves included; 0: no record */
-	bool first_carved;
-	struct node *spare;	/* free nodes, linked through ->prev */
-	size_t nspare;
-	struct node *slabs;	/* mapped slabs, through their first node's slab_next */
+	bool first_carved;	/* the counts below are set */
+	struct node *spare;	/* freed nodes, linked through ->prev */
+	size_t nspare;		/* those and the untouched ones */
+	size_t untouched;	/* in the slabs, above their used */
+	struct slab *bump;	/* has untouched nodes, if any slab has */
+	struct slab *slabs;	/* mapped slabs, newest first */
 	struct {
 		struct node *leaf;	/* NULL: nothing cached */
 		uintptr_t lo, hi;	/* the keys it answers for: lo <= key < hi */
@@ -106,14 +124,31 @@ static void put_spare(struct node *x)
 	t.nspare++;
 }
 
+/* The slab to hand untouched nodes out from now: t.bump ran out. */
+static __attribute__((cold, noinline)) void next_bump(void)
+{
+	struct slab *s = t.slabs;
+
+	while (s && s->used == s->nodes)
+		s = s->next;
+	t.bump = s ? s : &first_slab;
+}
+
 static struct node *take_spare(void)
 {
 	struct node *x = t.spare;
 
-	if (!x)
+	if (!t.nspare)
 		abort();	/* a caller that did not reserve: a bug */
-	t.spare = x->prev;
 	t.nspare--;
+	/* freed nodes first: they are resident already */
+	if (x) {
+		t.spare = x->prev;
+		return x;
+	}
+	x = &t.bump->node[t.bump->used++];
+	if (--t.untouched && t.bump->used == t.bump->nodes)
+		next_bump();
 	return x;
 }
 
@@ -122,38 +157,96 @@ static void set_live(size_t n)
 	__atomic_store_n(&lg_fallback_live, n, __ATOMIC_RELEASE);
 }
 
+static size_t round_page(size_t len)
+{
+	size_t pg = lg_page_size();
+
+	return (len + pg - 1) & ~(pg - 1);
+}
+
+/*
+ * Give back untouched nodes beyond keep, the newest slabs' first: the
+ * pages above their used, a whole slab when it has none in use.
+ */
+static void trim_untouched(size_t keep)
+{
+	size_t pg = lg_page_size();
+
+	for (struct slab **sp = &t.slabs, *s; (s = *sp) && t.untouched > keep;) {
+		size_t drop = s->nodes - s->used, len;
+
+		if (drop > t.untouched - keep)
+			drop = t.untouched - keep;
+		if (s->used + drop == s->nodes && !s->used) {
+			/* near max_map_count an munmap() that splits a VMA fails: kept then */
+			if (lg_munmap(s, s->len))
+				break;
+			*sp = s->next;
+			t.untouched -= drop;
+			t.nspare -= drop;
+			continue;
+		}
+		len = round_page(pg + (s->nodes - drop) * NODE_BYTES);
+		if (len < s->len) {
+			if (lg_munmap((char *)s + len, s->len - len))
+				break;
+			drop = s->nodes - (len - pg) / NODE_BYTES;
+			s->len = len;
+			s->nodes -= drop;
+			t.untouched -= drop;
+			t.nspare -= drop;
+		}
+		sp = &s->next;
+	}
+	next_bump();
+}
+
 static __attribute__((cold, noinline)) int reserve_more(size_t need)
 {
 	/*
 	 * No record left: every node is free, so the mapped slabs go back to
-	 * the kernel and the list is made anew from the static one. Only
-	 * here, at the start of a call, when no caller holds a node.
+	 * the kernel and the nodes are counted anew from the static ones.
+	 * Only here, at the start of a call, when no caller holds a node.
 	 */
 	if (!lg_fallback_live && t.slabs) {
-		for (struct node *s = t.slabs, *next; s; s = next) {
-			next = s->slab_next;
-			lg_munmap(s, SLAB_NODES * NODE_BYTES);
+		for (struct slab *s = t.slabs, *next; s; s = next) {
+			next = s->next;
+			lg_munmap(s, s->len);
 		}
 		t.slabs = NULL;
 		t.first_carved = false;
 	}
 	if (!t.first_carved) {
 		t.spare = NULL;
-		t.nspare = 0;
-		for (size_t i = FIRST_NODES; i--;)
-			put_spare(&first[i]);
+		first_slab.used = 0;
+		t.nspare = t.untouched = FIRST_NODES;
+		t.bump = &first_slab;
 		t.first_carved = true;
 	}
-	while (t.nspare < need) {
-		long p = lg_mmap_anon(SLAB_NODES * NODE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE);
-		struct node *s = (struct node *)p;
+	if (t.nspare < need) {
+		size_t pg = lg_page_size(), want = need - t.nspare, len;
+		long p;
+		struct slab *s;
 
+		want = want < SLAB_NODES ? SLAB_NODES : want;
+		len = round_page(pg + want * NODE_BYTES);
+		p = lg_mmap_anon(len, PROT_READ | PROT_WRITE, MAP_PRIVATE);
 		if (p < 0 && p > -4096)
 			return (int)p;
-		s->slab_next = t.slabs;
+		s = (struct slab *)p;
+		s->next = t.slabs;
+		s->node = (struct node *)(p + (long)pg);
+		s->nodes = (len - pg) / NODE_BYTES;
+		s->used = 0;
+		s->len = len;
 		t.slabs = s;
-		for (size_t i = SLAB_NODES; i--;)
-			put_spare(&s[i]);
+		t.nspare += s->nodes;
+		if (!t.untouched)
+			t.bump = s;
+		t.untouched += s->nodes;
+	} else if (t.untouched > need + TRIM_AT) {
+		/* a large reservation's rest, never touched: keep what a call like this needs */
+		trim_untouched(need + SLAB_NODES);
 	}
 	return 0;
 }
@@ -164,9 +257,25 @@ LG_HOT int lg_rec_reserve(size_t n)
 	size_t need = n * (t.height + 1) + 1;
 
 	/* with no record left, reserve_more() gives the mapped slabs back */
-	return t.nspare >= need && t.first_carved && (lg_fallback_live || !t.slabs)
+	return t.nspare >= need && t.untouched <= need + TRIM_AT && t.first_carved &&
+			       (lg_fallback_live || !t.slabs)
 		       ? 0
 		       : reserve_more(need);
+}
+
+void lg_rec_stats(struct lg_rec_stats *st)
+{
+	size_t mapped = t.first_carved ? FIRST_NODES : 0, touched = first_slab.used;
+
+	st->slabs = 0;
+	for (const struct slab *s = t.slabs; s; s = s->next) {
+		st->slabs++;
+		mapped += s->nodes;
+		touched += s->used;
+	}
+	st->nodes = mapped - t.nspare;
+	st->mapped = mapped;
+	st->touched = touched;
 }
 
 /* The tree's shape or keys changed: the cached leaf may answer for other keys. */

@@ -514,6 +514,43 @@ static void enomem_midway(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+static long resident_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size, pages = -1;
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%ld %ld", &size, &pages), 2);
+	fclose(f);
+	return pages * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/*
+ * One install over 2,000 VMAs: the record reserves nodes for the worst
+ * case, some 2,000 pages, and must not make them resident. The records
+ * themselves take under 200 KiB.
+ */
+static void large_install_resident(void **state)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = 2000;
+	char *m;
+	long before, grew;
+
+	(void)state;
+	skip_under("ThreadSanitizer", "its runtime maps and touches shadow memory meanwhile");
+	m = mmap(NULL, n * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	for (size_t i = 1; i < n; i += 2)
+		assert_int_equal(mprotect(m + i * pg, pg, PROT_READ), 0);
+	before = resident_kib();
+	assert_int_equal(guard_install(m, n * pg, GUARD_FALLBACK), 0);
+	grew = resident_kib() - before;
+	printf("# install over %zu VMAs: resident +%ld KiB\n", n, grew);
+	assert_true(grew <= 1024);
+	assert_int_equal(guard_remove(m, n * pg, GUARD_FALLBACK), 0);
+	assert_int_equal(munmap(m, n * pg), 0);
+}
+
 /* Many threads, one record: disjoint ranges, neighbours in use. */
 static void threads_share_record(void **state)
 {
@@ -533,6 +570,7 @@ int main(void)
 		cmocka_unit_test(stale_file_replaced),
 		cmocka_unit_test(stale_after_mremap),
 		cmocka_unit_test(stale_after_caller_mprotect),
+		cmocka_unit_test(large_install_resident),
 		cmocka_unit_test(unmapped_during_install),
 		cmocka_unit_test(enomem_midway),
 		cmocka_unit_test(threads_share_record),

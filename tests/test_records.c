@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -321,12 +322,63 @@ static void records_in_order(void **state)
 	empty_randomly(997);
 }
 
+/*
+ * Bounds on the nodes: a leaf holds NODE (4096) bytes of records, and
+ * none but the last of a run filled in order is under half full.
+ */
+#define NODE 4096u
+static size_t nodes_for(size_t records)
+{
+	return 2 * records * sizeof(struct lg_rec) / NODE + 8;
+}
+
+/*
+ * A reservation for the worst case (every piece splitting every level)
+ * touches no node: only those used become resident, and what it mapped
+ * beyond a call's need goes back at the next reservation.
+ */
+static void records_reservation_untouched(void **state)
+{
+	struct lg_rec_stats st0, st;
+
+	(void)state;
+	space = 80000;
+	rng_seed(&rng, 13);
+	while (lg_fallback_live < 20000)
+		insert_free(2);
+	space = SPACE_MAX;
+	lg_rec_stats(&st0);
+	/* one install over 2,000 VMAs: 2,000 pieces, inserted in address order */
+	assert_int_equal(lg_rec_reserve(2000), 0);
+	lg_rec_stats(&st);
+	printf("# reserved: %zu nodes mapped, %zu touched (%zu, %zu before)\n", st.mapped,
+	       st.touched, st0.mapped, st0.touched);
+	assert_true(st.mapped >= st0.mapped + 2000);
+	assert_int_equal(st.touched, st0.touched);
+	for (uintptr_t a = 90001; a < 94000; a += 2) {
+		struct lg_rec rec = { .start = a, .end = a + 1 };
+
+		assert_non_null(lg_rec_insert(&rec));
+		set_owner(a, a + 1, true);
+	}
+	assert_int_equal(lg_rec_check(), 0);
+	lg_rec_stats(&st);
+	assert_true(st.touched - st0.touched <= nodes_for(2000));
+	/* the next call's reservation gives the rest back */
+	assert_int_equal(lg_rec_reserve(1), 0);
+	lg_rec_stats(&st);
+	printf("# then: %zu nodes mapped, %zu in the tree\n", st.mapped, st.nodes);
+	assert_true(st.mapped - st.nodes <= 256);
+	empty_randomly(997);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(records_match_a_model),
 		cmocka_unit_test(records_three_levels),
 		cmocka_unit_test(records_in_order),
+		cmocka_unit_test(records_reservation_untouched),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
