@@ -333,6 +333,56 @@ static size_t nodes_for(size_t records)
 }
 
 /*
+ * An arena guarded upwards, then one above it guarded downwards (mmap()'s
+ * order): each record of the second goes after every record of a full
+ * leaf. A leaf a record would be 5,000 nodes here.
+ */
+static void records_down_after_up(void **state)
+{
+	struct lg_rec_stats st;
+
+	(void)state;
+	space = SPACE_MAX;
+	rng_seed(&rng, 7);
+	/* upwards until a leaf is full: the record that starts the next goes again */
+	for (uintptr_t a = 1;; a += 2) {
+		insert_at(a, a + 1);
+		lg_rec_stats(&st);
+		if (st.nodes > 1) {
+			delete_looked_up(a);
+			break;
+		}
+	}
+	for (uintptr_t a = 12001; a > 2001; a -= 2)
+		insert_at(a, a + 1);
+	assert_int_equal(lg_rec_check(), 0);
+	lg_rec_stats(&st);
+	printf("# %zu records in %zu nodes\n", lg_fallback_live, st.nodes);
+	assert_true(st.nodes <= nodes_for(lg_fallback_live));
+	check_lookups(2001);
+	empty_randomly(997);
+}
+
+/* With the last record gone, the next reservation unmaps every slab. */
+static void records_slabs_given_back(void **state)
+{
+	struct lg_rec_stats st;
+
+	(void)state;
+	space = SPACE_MAX;
+	rng_seed(&rng, 11);
+	while (lg_fallback_live < 3000)
+		insert_free(2);
+	lg_rec_stats(&st);
+	assert_true(st.slabs > 0);
+	empty_randomly(997);
+	assert_int_equal(lg_rec_reserve(2), 0);
+	lg_rec_stats(&st);
+	assert_int_equal(st.slabs, 0);
+	assert_int_equal(st.nodes, 0);
+}
+
+/*
  * A reservation for the worst case (every piece splitting every level)
  * touches no node: only those used become resident, and what it mapped
  * beyond a call's need goes back at the next reservation.
@@ -378,6 +428,8 @@ int main(void)
 		cmocka_unit_test(records_match_a_model),
 		cmocka_unit_test(records_three_levels),
 		cmocka_unit_test(records_in_order),
+		cmocka_unit_test(records_down_after_up),
+		cmocka_unit_test(records_slabs_given_back),
 		cmocka_unit_test(records_reservation_untouched),
 	};
 
