@@ -3,7 +3,9 @@
 
   junit.py table RUN.xml          one line per test case: id, result
   junit.py compare MODE=RUN.tsv...  the counts per mode; exit 1 if any case
-                                  has a different result in two modes
+                                  has a different result in two modes; a
+                                  mode named again adds that file's cases
+                                  (the parts of a run --shard K/N)
 A result is passed, failed, error or skipped.
 """
 import collections
@@ -39,7 +41,14 @@ def compare(args):
     runs = {}
     for a in args:
         mode, _, path = a.partition('=')
-        runs[mode] = load(path)
+        part = load(path)
+        seen = runs.setdefault(mode, {})
+        twice = seen.keys() & part.keys()
+        if twice:
+            print(f'{path}: {len(twice)} case(s) of mode {mode} already in an earlier file, '
+                  f'e.g. {min(twice)}', file=sys.stderr)
+            sys.exit(2)
+        seen.update(part)
     kinds = ('passed', 'failed', 'error', 'skipped')
     print('mode\tcases\t' + '\t'.join(kinds))
     for mode, res in runs.items():
