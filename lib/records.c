@@ -233,6 +233,14 @@ static __attribute__((cold, noinline)) int reserve_more(size_t need)
 		p = lg_mmap_anon(len, PROT_READ | PROT_WRITE, MAP_PRIVATE);
 		if (p < 0 && p > -4096)
 			return (int)p;
+		/*
+		 * Most of a slab is a reservation never touched: with THP
+		 * "always" the first node touched would fault in a whole huge
+		 * page of them (+2 MiB resident for one install over 2,000
+		 * VMAs). No huge pages here; a kernel without THP says EINVAL,
+		 * which changes nothing.
+		 */
+		(void)lg_madvise((void *)p, len, MADV_NOHUGEPAGE);
 		s = (struct slab *)p;
 		s->next = t.slabs;
 		s->node = (struct node *)(p + (long)pg);
