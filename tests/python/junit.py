@@ -4,9 +4,14 @@
   junit.py table RUN.xml          one line per test case: id, result
   junit.py compare MODE=RUN.tsv...  the counts per mode; exit 1 if any case
                                   has a different result in two modes; a
-                                  mode named again adds that file's cases
-                                  (the parts of a run --shard K/N)
+                                  mode named again adds its next part (the
+                                  parts of a run --shard K/N, in one order
+                                  for every mode)
 A result is passed, failed, error or skipped.
+
+A case is its name within a part: Python's suite runs some test classes
+from two modules (test_xml_etree's in test_xml_etree_c, test_profile's in
+test_cprofile), so one name can be two cases in two parts.
 """
 import collections
 import sys
@@ -39,31 +44,41 @@ def load(path):
 
 def compare(args):
     runs = {}
+    paths = collections.defaultdict(set)
     for a in args:
         mode, _, path = a.partition('=')
-        part = load(path)
-        seen = runs.setdefault(mode, {})
-        twice = seen.keys() & part.keys()
-        if twice:
-            print(f'{path}: {len(twice)} case(s) of mode {mode} already in an earlier file, '
-                  f'e.g. {min(twice)}', file=sys.stderr)
+        if path in paths[mode]:
+            print(f'{path}: given twice for mode {mode}', file=sys.stderr)
             sys.exit(2)
-        seen.update(part)
+        paths[mode].add(path)
+        seen = runs.setdefault(mode, {})
+        part = len(paths[mode]) - 1
+        seen.update(((part, name), r) for name, r in load(path).items())
+    nparts = {m: len(p) for m, p in paths.items()}
+    if len(set(nparts.values())) > 1:
+        print('modes have different numbers of parts: ' +
+              ', '.join(f'{m} {n}' for m, n in nparts.items()), file=sys.stderr)
+        sys.exit(2)
     kinds = ('passed', 'failed', 'error', 'skipped')
     print('mode\tcases\t' + '\t'.join(kinds))
     for mode, res in runs.items():
         c = collections.Counter(res.values())
         print(f'{mode}\t{len(res)}\t' + '\t'.join(str(c[k]) for k in kinds))
-    names = sorted(set().union(*runs.values()))
-    diff = [n for n in names if len({r.get(n, 'absent') for r in runs.values()}) > 1]
-    bad_everywhere = [n for n in names
-                      if all(r.get(n) in ('failed', 'error') for r in runs.values())]
-    for n in bad_everywhere:
-        print(f'fails in every mode (not the module\'s): {n}')
-    for n in diff:
-        print('DIFFERS: ' + n + ': ' +
-              ', '.join(f'{m} {r.get(n, "absent")}' for m, r in runs.items()))
-    print(f'{len(names)} cases, {len(diff)} with different results')
+    keys = sorted(set().union(*runs.values()))
+
+    def show(key):
+        part, name = key
+        return name if max(nparts.values()) == 1 else f'{name} (part {part + 1})'
+
+    diff = [k for k in keys if len({r.get(k, 'absent') for r in runs.values()}) > 1]
+    bad_everywhere = [k for k in keys
+                      if all(r.get(k) in ('failed', 'error') for r in runs.values())]
+    for k in bad_everywhere:
+        print(f'fails in every mode (not the module\'s): {show(k)}')
+    for k in diff:
+        print('DIFFERS: ' + show(k) + ': ' +
+              ', '.join(f'{m} {r.get(k, "absent")}' for m, r in runs.items()))
+    print(f'{len(keys)} cases, {len(diff)} with different results')
     return 1 if diff else 0
 
 
