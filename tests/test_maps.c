@@ -212,8 +212,8 @@ static void permission_denied(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-/* Run guard-maps with args; its stdout (and stderr) in a static buffer. */
-static const char *run_tool(const char *args, int *status)
+/* Run guard-maps with args and a redirection of its stderr; its stdout in a static buffer. */
+static const char *run_tool_redir(const char *args, const char *redir, int *status)
 {
 	static char out[1 << 16];
 	const char *tool = getenv("LIBGUARD_GUARD_MAPS");
@@ -222,7 +222,7 @@ static const char *run_tool(const char *args, int *status)
 	FILE *p;
 
 	assert_non_null(tool);
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool, args);
+	snprintf(cmd, sizeof(cmd), "%s %s %s", tool, args, redir);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	while ((n = fread(out + len, 1, sizeof(out) - 1 - len, p)) > 0)
@@ -230,6 +230,12 @@ static const char *run_tool(const char *args, int *status)
 	out[len] = '\0';
 	*status = pclose(p);
 	return out;
+}
+
+/* Run guard-maps with args; its stdout and stderr in a static buffer. */
+static const char *run_tool(const char *args, int *status)
+{
+	return run_tool_redir(args, "2>&1", status);
 }
 
 /* A process with a guard in its own mapping, and guard-maps run on it. */
@@ -298,6 +304,24 @@ static void tool_on_process(void **state)
 	assert_non_null(strstr(out, "usage"));
 	out = run_tool(args, &status);	/* the process is gone */
 	assert_int_not_equal(status, 0);
+}
+
+/* --version names the library it runs with; --help is the usage, on stdout. */
+static void tool_options(void **state)
+{
+	char want[64];
+	const char *out;
+	int status;
+
+	(void)state;
+	snprintf(want, sizeof(want), "guard-maps %s\n", guard_version());
+	out = run_tool("--version", &status);
+	assert_int_equal(status, 0);
+	assert_string_equal(out, want);
+	out = run_tool_redir("--help", "2>/dev/null", &status);
+	assert_int_equal(status, 0);
+	assert_int_equal(strncmp(out, "usage: guard-maps ", 18), 0);
+	assert_non_null(strstr(out, "--version"));
 }
 
 /*
@@ -520,6 +544,7 @@ int main(void)
 		cmocka_unit_test(no_address_space),
 		cmocka_unit_test(permission_denied),
 		cmocka_unit_test(tool_on_process),
+		cmocka_unit_test(tool_options),
 		cmocka_unit_test(tool_permission),
 		cmocka_unit_test(tool_kernel_thread),
 		cmocka_unit_test(tool_json_names),

@@ -23,6 +23,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: guard-maps [--summary] [--json] [PID]\n"
+		   "       guard-maps --help | --version\n"
 		   "  /proc/PID/maps (default: guard-maps itself) with guard regions as\n"
 		   "  lines of their own, marked [guard]\n");
 }
@@ -118,6 +119,9 @@ int main(int argc, char **argv)
 			json = true;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("guard-maps %s\n", guard_version());
 			return 0;
 		} else if (!pid && argv[i][0] != '-' &&
 			   (pid = strtol(argv[i], &end, 10)) > 0 && !*end) {
