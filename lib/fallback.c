@@ -52,15 +52,6 @@ static LG_HOT bool same_object(const struct lg_rec *r, const struct lg_vma *v)
 	       (!r->inode || v->pgoff - v->start == r->off - r->start);
 }
 
-/* Record a continues into b: one record could hold both. */
-static LG_HOT bool continues(const struct lg_rec *a, const struct lg_rec *b)
-{
-	return a->end == b->start && a->prot == b->prot && a->shared == b->shared &&
-	       a->inode == b->inode && a->dev_major == b->dev_major &&
-	       a->dev_minor == b->dev_minor &&
-	       (!a->inode || a->off + (a->end - a->start) == b->off);
-}
-
 /*
  * Is v (meeting r) still the VMA the library protected r in? PROT_NONE,
  * the same object, and where v reaches past r, that is through records
@@ -247,38 +238,13 @@ static LG_HOT void carve(uintptr_t start, uintptr_t end)
 }
 
 /*
- * Insert a new record, joined with the records it continues. Nothing is
- * recorded inside it (its part of the plan had no record that held, and
- * the stale ones are carved out first), so the first record starting at
- * or above its start is the first above its end.
+ * A new record is never joined with the records beside it: a neighbour
+ * may be stale (its memory unmapped without us, its addresses handed to
+ * someone else), and a joined record is judged whole, so the stale part
+ * would make the new guard's record stale too, and lose it (stress-threads
+ * found this). Adjacent records of one object are read as one run where
+ * it matters (lo_holds(), hi_run_end()), so nothing needs them joined.
  */
-static LG_HOT void insert_joined(const struct lg_rec *rec)
-{
-	struct lg_rec *lo, *hi;
-
-	lg_rec_around(rec->start, &lo, &hi);
-
-	if (lo && !continues(lo, rec))
-		lo = NULL;
-	if (hi && !continues(rec, hi))
-		hi = NULL;
-	if (lo && hi) {
-		/* lo takes hi in, then hi goes (a deletion may move lo) */
-		lo->end = hi->end;
-		lo->edge_hi = hi->edge_hi;
-		lg_rec_delete(hi);
-	} else if (lo) {
-		lo->end = rec->end;
-		lo->edge_hi = rec->edge_hi;
-	} else if (hi) {
-		hi->off = rec->off;
-		hi->edge_lo = rec->edge_lo;
-		lg_rec_set_start(hi, rec->start);
-	} else {
-		lg_rec_insert(rec);
-	}
-}
-
 /* The VMA covering at: 0, -ENOMEM if at is in a hole, or another -errno. */
 static LG_HOT int vma_covering(uintptr_t at, struct lg_vma *v)
 {
@@ -438,7 +404,7 @@ static __attribute__((noinline)) int install_planned(uintptr_t start, uintptr_t 
 		for (size_t i = 0; i < stale.n; i++)
 			carve(stale.v[i].rec.start, stale.v[i].rec.end);
 		for (size_t i = 0; i < todo.n; i++)
-			insert_joined(&todo.v[i].rec);
+			lg_rec_insert(&todo.v[i].rec);
 	}
 	lg_unlock();
 	plan_free(&todo);
@@ -596,7 +562,7 @@ static LG_HOT int install_simple(uintptr_t start, uintptr_t end)
 			lg_mprotect((void *)start, end - start, p.rec.prot);
 	}
 	if (!ret)
-		insert_joined(&p.rec);
+		lg_rec_insert(&p.rec);
 	return ret;
 }
 
@@ -649,15 +615,34 @@ LG_HOT int lg_fallback_remove(uintptr_t start, uintptr_t end)
 	return ret == NOT_SIMPLE ? remove_planned(start, end) : ret;
 }
 
-void lg_fallback_forget(uintptr_t start, uintptr_t end)
+/*
+ * Unmapping and forgetting are one step as other threads see them: once
+ * the kernel has freed the range it may hand the addresses to another
+ * thread, whose records there (made under the lock) a forget after an
+ * unlocked munmap() would delete. With a record in the range both happen
+ * under the lock; with none, no record can appear in it before the
+ * munmap() (only its owner, who is freeing it, could install there), so
+ * the munmap() runs unlocked and others' calls do not wait for it.
+ */
+int lg_fallback_unmap(uintptr_t start, uintptr_t end)
 {
-	if (!lg_fallback_any())
-		return;
-	lg_lock();
-	/* No node for a split: the record then stays, and goes stale. */
-	if (!lg_rec_reserve(1))
-		carve(start, end);
-	lg_unlock();
+	struct lg_rec *r;
+	int ret;
+
+	if (lg_fallback_any()) {
+		lg_lock();
+		r = lg_rec_first_above(start);
+		if (r && r->start < end) {
+			ret = lg_munmap((void *)start, end - start);
+			/* no node for a split: the record stays, and is stale (same_vma()) */
+			if (!ret && !lg_rec_reserve(1))
+				carve(start, end);
+			lg_unlock();
+			return ret;
+		}
+		lg_unlock();
+	}
+	return lg_munmap((void *)start, end - start);
 }
 
 /*

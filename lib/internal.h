@@ -501,8 +501,11 @@ int lg_fallback_install(uintptr_t start, uintptr_t end);
 int lg_fallback_remove(uintptr_t start, uintptr_t end);
 /* OR GUARD_QUERY_FALLBACK into vec for recorded pages whose record holds. */
 int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec);
-/* Drop the record of [start, end) after the caller unmapped it. */
-void lg_fallback_forget(uintptr_t start, uintptr_t end);
+/*
+ * munmap() [start, end) and drop its records, as one step under the lock
+ * where there are any (another thread may be given the addresses at once).
+ */
+int lg_fallback_unmap(uintptr_t start, uintptr_t end);
 
 /* query.c: is every page of [start, end) (mapped) a guard that holds? 1, 0, or -errno. */
 int lg_all_guarded(uintptr_t start, uintptr_t end);

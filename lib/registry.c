@@ -259,8 +259,7 @@ int lg_reg_take(uintptr_t user, uintptr_t user_end, enum lg_reg_kind kind, struc
 
 void lg_reg_unmap(const struct lg_reg *r)
 {
-	lg_munmap((void *)r->start, r->end - r->start);
-	lg_fallback_forget(r->start, r->end);
+	lg_fallback_unmap(r->start, r->end);
 }
 
 /* The end of every mapping call: register what ret says worked, or undo it all. */
