@@ -117,6 +117,44 @@ static bool process_madvise_guard(void)
 	return ok;
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+/*
+ * Does the guard at page really stop access? Something may acknowledge
+ * MADV_GUARD_INSTALL without placing anything: qemu-user (which answers
+ * madvise() with 0 for advice it does not know), or a seccomp filter whose
+ * answer for madvise() is 0. Two kernel accesses of the page, in order:
+ * MADV_POPULATE_READ (madvise() again, which every such layer lets
+ * through: a real guard gives EFAULT, an emulator or a filter 0), then,
+ * if that is refused, pread(2) of /proc/self/maps into the page (calls
+ * the fallback makes anyway). 1: it faults; 0: it does not (no native
+ * guards); -1: neither check could be made (say, a filter that also
+ * refuses both), and the kernel's word is taken. Cost, once a process:
+ * one madvise() where the guard is real; see libguard(7).
+ */
+static int guard_blocks(char *page)
+{
+	int ret = lg_madvise(page, lg_page_size(), MADV_POPULATE_READ);
+	ssize_t n;
+	int fd;
+
+	if (ret == -EFAULT)
+		return 1;
+	if (ret == 0)
+		return 0;
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = pread(fd, page, 1, 0);
+	ret = n < 0 ? -errno : 0;
+	close(fd);
+	if (n == 1)
+		return 0;
+	return ret == -EFAULT ? 1 : -1;
+}
+
 /* Set by probe_caps(): make only the calls libguard(7) lists for filters. */
 static bool sandboxed;
 
@@ -304,12 +342,17 @@ static unsigned int probe_caps(void)
 	if (ro)
 		seen = seen ? seen : ro;
 
+	/* One layer acknowledges guard advice for every kind of memory alike. */
+	if (seen && !guard_blocks(seen)) {
+		caps = 0;
+		seen = NULL;
+	}
 	/* Reporting can only be tested on a guard that exists. */
 	if (seen && pagemap_bit58(seen) && !pagemap_bit58(seen + page))
 		caps |= GUARD_CAP_PAGEMAP;
 	if (seen && pagemap_scan_guard(seen))
 		caps |= GUARD_CAP_PAGEMAP_SCAN;
-	if (!sandboxed && !lg_vg_running() && process_madvise_guard())
+	if ((caps & GUARD_CAP_NATIVE_MASK) && !sandboxed && !lg_vg_running() && process_madvise_guard())
 		caps |= GUARD_CAP_PROCESS_MADVISE;
 
 	for (char **m = (char *[]){ anon, shm, file, ro }, **e = m + 4; m < e; m++)

@@ -396,6 +396,57 @@ static void test_refuse_all(void **state)
 	assert_int_equal(broken, 0);
 }
 
+/*
+ * A filter that answers guard advice with 0 ("it is only a hint") and
+ * places nothing, as qemu-user does: the probe's touch test sees that no
+ * guard stops access, so it reports no native guards, and every install
+ * takes the fallback, whose guard faults. Never 0 without a guard.
+ */
+static int build_zero(scmp_filter_ctx *ctx, const void *arg, uint32_t action)
+{
+	const struct call *which = arg;
+
+	*ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!*ctx || add_call(*ctx, which, action))
+		return -1;
+	/* process_madvise too, where the kernel has it */
+	return seccomp_syscall_resolve_name("process_madvise") == __NR_SCMP_ERROR ||
+			       !add_call(*ctx, &calls[16], action)
+		       ? 0
+		       : -1;
+}
+
+static void test_answer_zero(void **state)
+{
+	(void)state;
+	broken = 0;
+	assert_string_equal(calls[16].sys, "process_madvise");
+	for (size_t i = 0; i < 2; i++) {
+		const struct call *c = &calls[i];	/* madvise(GUARD), then every madvise */
+		struct outcome o;
+		int killed = run(build_zero, c, SCMP_ACT_ERRNO(0), &o);
+
+		assert_true(killed >= 0);
+		print_row(c->name, "0", killed, &o);
+		check(!killed, c->name, "killed by signal %d", killed);
+		if (killed)
+			continue;
+		check(!(o.caps & GUARD_CAP_NATIVE_MASK), c->name, "probe: caps %#x", o.caps);
+		check(!o.one && o.one_touch == SIGSEGV, c->name, "install: %s, touch %d",
+		      result(o.one), o.one_touch);
+		check(!o.range && o.range_touch == SIGSEGV, c->name, "install 4 pages: %s, touch %d",
+		      result(o.range), o.range_touch);
+		check(o.query_vec == GUARD_QUERY_FALLBACK, c->name, "query: %#x", o.query_vec);
+		check(!o.rm_one && !o.rm_one_touch, c->name, "remove: %s, touch %d",
+		      result(o.rm_one), o.rm_one_touch);
+		check(!o.batch && o.batch_touch == SIGSEGV, c->name, "batch: %s, touch %d",
+		      result(o.batch), o.batch_touch);
+		check(!o.rm_batch && !o.rm_batch_touch, c->name, "remove batch: %s, touch %d",
+		      result(o.rm_batch), o.rm_batch_touch);
+	}
+	assert_int_equal(broken, 0);
+}
+
 /* Kill every call libguard(7) does not list, and refuse arg (a listed call, or none) with action. */
 static int build_basic(scmp_filter_ctx *ctx, const void *arg, uint32_t action)
 {
@@ -621,6 +672,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_per_call),
 		cmocka_unit_test(test_refuse_all),
+		cmocka_unit_test(test_answer_zero),
 		cmocka_unit_test(test_basic_allowed),
 		cmocka_unit_test(test_systemd_kill),
 		cmocka_unit_test(test_systemd_eperm),
