@@ -600,5 +600,11 @@ int main(int argc, char **argv)
 		       th[i].ops[2], th[i].ops[3], th[i].ops[4], th[i].ops[5], th[i].fails);
 	printf("%s: %s in %.1f s (seed %llu): %lu failure(s)\n", prog, fails ? "FAIL" : "pass",
 	       stress_now() - t0, (unsigned long long)seed, fails);
+	for (unsigned long i = 0; i < nthreads; i++) {
+		close(th[i].pipe[0]);
+		close(th[i].pipe[1]);
+		close(th[i].memfd);
+	}
+	free(th);
 	return fails ? 1 : 0;
 }
