@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The pool: one reservation of slots, each slot's usable pages followed by
+ * a guard page (and the pool starting with one), every page a guard until
+ * a slot is handed out. A freed slot is guarded again at once and queued:
+ * the queue is the quarantine, oldest first; a slot is reused only when
+ * more than `quarantine` wait, or when no slot was ever used is left.
+ * Slot metadata (size, state, the allocating and freeing thread and
+ * stack) lives in a mapping of its own, so that an overflow can't reach it.
+ *
+ * One mutex covers the choice of a slot and the queue; the system calls
+ * that open and close a slot run outside it, the slot marked busy. The
+ * mutex is held across fork() (pthread_atfork, registered at load).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gm.h"
+
+
+struct gm_pool gm_pool;
+static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void gm_pool_lock(void)
+{
+	pthread_mutex_lock(&pool_mutex);
+}
+
+void gm_pool_unlock(void)
+{
+	pthread_mutex_unlock(&pool_mutex);
+}
+
+void gm_pool_child(void)
+{
+	pthread_mutex_init(&pool_mutex, NULL);
+}
+
+#define STAT_ADD(field, n) __atomic_fetch_add(&gm_pool.st.field, (n), __ATOMIC_RELAXED)
+
+bool gm_pool_init(void)
+{
+	struct gm_pool *p = &gm_pool;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, mlen;
+	void *base, *meta;
+
+	p->page = page;
+	p->slot_len = gm_opt.slot_pages * page;
+	p->stride = p->slot_len + page;
+	p->nslots = gm_opt.slots;
+	if (__builtin_mul_overflow(p->nslots, p->stride, &len) || __builtin_add_overflow(len, page, &len))
+		return false;
+	mlen = p->nslots * (sizeof(struct gm_slot) + sizeof(uint32_t));
+	meta = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		    -1, 0);
+	if (meta == MAP_FAILED)
+		return false;
+	base = gm_guards_reserve(len);
+	if (!base) {
+		munmap(meta, mlen);
+		return false;
+	}
+	p->meta = meta;
+	p->ring = (uint32_t *)(p->meta + p->nslots);
+	p->cap = gm_guards_cap();
+	if (p->cap > p->nslots)
+		p->cap = p->nslots;
+	p->st.method = gm_method;
+	p->st.page_size = (unsigned int)page;
+	p->st.slots = p->nslots;
+	p->st.slot_pages = gm_opt.slot_pages;
+	p->st.cap = p->cap;
+	/* Published last: gm_in_pool() is true only for a pool that is ready. */
+	p->end = (uintptr_t)base + len;
+	__atomic_store_n(&p->base, (uintptr_t)base, __ATOMIC_RELEASE);
+	return true;
+}
+
+uintptr_t gm_slot_start(size_t i)
+{
+	return gm_pool.base + gm_pool.page + i * gm_pool.stride;
+}
+
+size_t gm_slot_of(uintptr_t a)
+{
+	uintptr_t rel;
+
+	if (a < gm_pool.base + gm_pool.page || a >= gm_pool.end)
+		return SIZE_MAX;
+	rel = a - gm_pool.base - gm_pool.page;
+	if (rel % gm_pool.stride >= gm_pool.slot_len)
+		return SIZE_MAX;
+	return rel / gm_pool.stride;
+}
+
+/* With the mutex: a slot to open, marked busy, or SIZE_MAX. */
+static size_t take_slot(void)
+{
+	struct gm_pool *p = &gm_pool;
+	size_t i;
+
+	if (p->st.live >= p->cap)
+		return SIZE_MAX;
+	if (p->ring_count && (p->ring_count > gm_opt.quarantine || p->bump == p->nslots)) {
+		i = p->ring[p->ring_head];
+		p->ring_head = (p->ring_head + 1) % p->nslots;
+		p->ring_count--;
+	} else if (p->bump < p->nslots) {
+		i = p->bump++;
+		p->st.slots_used = p->bump;
+	} else {
+		return SIZE_MAX;
+	}
+	p->meta[i].state = GM_BUSY;
+	p->st.live++;
+	p->st.quarantined = p->ring_count;
+	return i;
+}
+
+/* With the mutex: slot i back in the queue. */
+static void queue_slot(size_t i)
+{
+	struct gm_pool *p = &gm_pool;
+
+	p->ring[(p->ring_head + p->ring_count) % p->nslots] = (uint32_t)i;
+	p->ring_count++;
+	p->st.quarantined = p->ring_count;
+	p->st.live--;
+	__atomic_store_n(&p->meta[i].state, GM_FREED, __ATOMIC_RELEASE);
+}
+
+/*
+ * Where in a slot [start, end) an object of size bytes aligned to align
+ * goes, by the placement asked; 0 if it does not fit.
+ */
+static uintptr_t place(uintptr_t start, uintptr_t end, size_t size, size_t align)
+{
+	enum gm_place how = gm_opt.place;
+	uintptr_t ptr;
+
+	if (how == GM_RANDOM)
+		how = gm_random() & 1 ? GM_RIGHT : GM_LEFT;
+	if (how == GM_LEFT) {
+		ptr = (start + align - 1) & ~(uintptr_t)(align - 1);
+		return ptr + size <= end ? ptr : 0;
+	}
+	ptr = (end - size) & ~(uintptr_t)(align - 1);
+	return ptr >= start ? ptr : 0;
+}
+
+/*
+ * A guarded allocation, or NULL: then the caller serves it unguarded
+ * (counted). align is a power of two; 0 means malloc()'s own.
+ */
+void *gm_pool_alloc(size_t size, size_t align)
+{
+	struct gm_pool *p = &gm_pool;
+	size_t want = size ? size : 1, i;
+	uintptr_t start, ptr;
+	struct gm_slot *s;
+
+	if (!align)
+		align = gm_opt.place == GM_EXACT ? 1 : GM_ALIGN;
+	else if (align < GM_ALIGN && gm_opt.place != GM_EXACT)
+		align = GM_ALIGN;
+	if (!p->base || want > p->slot_len || align > p->slot_len) {
+		STAT_ADD(unguarded_large, 1);
+		return NULL;
+	}
+	gm_busy++;
+	gm_pool_lock();
+	i = take_slot();
+	if (i == SIZE_MAX)
+		p->st.unguarded_cap++;
+	gm_pool_unlock();
+	if (i == SIZE_MAX)
+		goto out;
+	start = gm_slot_start(i);
+	ptr = place(start, start + p->slot_len, want, align);
+	if (!ptr || gm_guards_open((void *)start, p->slot_len)) {
+		/* ENOMEM from mprotect: a VMA limit lower than we were told */
+		gm_pool_lock();
+		queue_slot(i);
+		p->st.unguarded_cap++;
+		gm_pool_unlock();
+		i = SIZE_MAX;
+		goto out;
+	}
+	s = &p->meta[i];
+	s->ptr = ptr;
+	s->size = size;
+	s->reuse++;
+	gm_trace_capture(&s->alloc, 1);
+	s->free.depth = 0;
+	s->free.tid = 0;
+	STAT_ADD(guarded, 1);
+	__atomic_store_n(&s->state, GM_LIVE, __ATOMIC_RELEASE);
+out:
+	gm_busy--;
+	return i == SIZE_MAX ? NULL : (void *)ptr;
+}
+
+/* A pool pointer given to free() or realloc(): a live slot's, or a report. */
+static size_t check(const void *ptr, const char *what, bool take)
+{
+	uintptr_t a = (uintptr_t)ptr;
+	size_t i = gm_slot_of(a);
+	uint32_t st;
+
+	if (i == SIZE_MAX)
+		gm_report_bad_free(GM_INVALID_FREE, a, SIZE_MAX, what);
+	gm_pool_lock();
+	st = gm_pool.meta[i].state;
+	if (st == GM_LIVE && gm_pool.meta[i].ptr == a) {
+		if (take)
+			gm_pool.meta[i].state = GM_BUSY;
+		gm_pool_unlock();
+		return i;
+	}
+	gm_pool_unlock();
+	if ((st == GM_FREED || st == GM_BUSY) && gm_pool.meta[i].ptr == a)
+		gm_report_bad_free(!strcmp(what, "free") ? GM_DOUBLE_FREE : GM_UAF, a, i, what);
+	gm_report_bad_free(GM_INVALID_FREE, a, i, what);
+}
+
+void gm_pool_free(void *ptr, const char *what)
+{
+	size_t i;
+
+	gm_busy++;
+	i = check(ptr, what, true);
+	gm_trace_capture(&gm_pool.meta[i].free, 1);
+	gm_guards_close((void *)gm_slot_start(i), gm_pool.slot_len);
+	gm_pool_lock();
+	queue_slot(i);
+	gm_pool_unlock();
+	gm_busy--;
+}
+
+size_t gm_pool_size(const void *ptr, const char *what)
+{
+	return gm_pool.meta[check(ptr, what, false)].size;
+}
+
+GM_EXPORT int guard_malloc_stats(struct guard_malloc_stats *stats, size_t size)
+{
+	if (!stats || size < sizeof(struct guard_malloc_stats))
+		return -EINVAL;
+	gm_init();
+	gm_pool_lock();
+	*stats = gm_pool.st;
+	gm_pool_unlock();
+	stats->guarded = __atomic_load_n(&gm_pool.st.guarded, __ATOMIC_RELAXED);
+	return 0;
+}
