@@ -162,8 +162,15 @@ void *gm_pool_alloc(size_t size, size_t align)
 	uintptr_t start, ptr;
 	struct gm_slot *s;
 
+	/*
+	 * exact: the largest alignment that still ends the object on the
+	 * guard, the lowest set bit of its size (capped at malloc's). It
+	 * suits every object or array the size holds exactly: a T[n] has
+	 * size n * sizeof(T), a multiple of T's alignment.
+	 */
 	if (!align)
-		align = gm_opt.place == GM_EXACT ? 1 : GM_ALIGN;
+		align = gm_opt.place == GM_EXACT ? (want & -want) < GM_ALIGN ? want & -want : GM_ALIGN
+						 : GM_ALIGN;
 	else if (align < GM_ALIGN && gm_opt.place != GM_EXACT)
 		align = GM_ALIGN;
 	if (!p->base || want > p->slot_len || align > p->slot_len) {
