@@ -48,10 +48,23 @@ void *gm_guards_reserve(size_t len)
 		}
 		munmap(p, len);
 	}
-	p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/*
+	 * One write before the pool becomes PROT_NONE gives the whole VMA its
+	 * anon_vma: the pieces a live slot splits off then share it, and a
+	 * freed slot's VMAs merge back. (A slot first written after a split
+	 * gets an anon_vma of its own and stays a VMA apart for good.)
+	 */
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	madvise(p, len, MADV_NOHUGEPAGE);
+	*(volatile char *)p = 0;
+	madvise(p, (size_t)sysconf(_SC_PAGESIZE), MADV_DONTNEED);
+	if (mprotect(p, len, PROT_NONE)) {
+		munmap(p, len);
+		return NULL;
+	}
 	gm_method = GUARD_METHOD_FALLBACK;
 	return p;
 }

@@ -3,9 +3,13 @@
  * libguard-malloc.so opened with dlopen() after glibc's malloc has served
  * the program: its free() of a pointer from before it was loaded gives
  * the pointer to glibc; its own malloc() guards (mode=all from meson.build).
- * $LIBGUARD_MALLOC_MODULE names the module.
+ * And 20,000 live guarded allocations: a handful of VMAs with native
+ * guards; with the mprotect method, the cap from vm.max_map_count, and
+ * every allocation past it served. $LIBGUARD_MALLOC_MODULE names the
+ * module.
  */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -62,10 +66,86 @@ static void before_load(void **state)
 	free(p);
 }
 
+static size_t vmas(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	size_t n = 0;
+	int c;
+
+	assert_non_null(f);
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static size_t max_map_count(void)
+{
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+	unsigned long v = 65530;
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 65530;
+		fclose(f);
+	}
+	return v;
+}
+
+#define MANY 20000
+
+static void many_live(void **state)
+{
+	void *h = dlopen(getenv("LIBGUARD_MALLOC_MODULE"), RTLD_NOW | RTLD_LOCAL);
+	void (*gfree)(void *);
+	void *(*gmalloc)(size_t);
+	int (*gstats)(struct guard_malloc_stats *, size_t);
+	struct guard_malloc_stats st, before;
+	size_t v0, v1, want_cap;
+	static char *p[MANY];
+
+	(void)state;
+	assert_non_null(h);
+	gfree = (void (*)(void *))dlsym(h, "free");
+	gmalloc = (void *(*)(size_t))dlsym(h, "malloc");
+	gstats = (int (*)(struct guard_malloc_stats *, size_t))dlsym(h, "guard_malloc_stats");
+	assert_int_equal(gstats(&before, sizeof(before)), 0);
+	want_cap = before.method == 1 ? before.slots : max_map_count() / 4;
+	assert_int_equal(before.cap, want_cap < before.slots ? want_cap : before.slots);
+	v0 = vmas();
+	for (int i = 0; i < MANY; i++) {
+		p[i] = gmalloc(16);
+		assert_non_null(p[i]);
+		if (i % 64 == 0)
+			memset(p[i], 1, 16);
+	}
+	v1 = vmas();
+	assert_int_equal(gstats(&st, sizeof(st)), 0);
+	print_message("# %s: %zu live guarded of %d, cap %zu, %zu past it; VMAs %zu -> %zu\n",
+		      st.method == 1 ? "native" : "fallback", st.live, MANY, st.cap,
+		      st.unguarded_cap - before.unguarded_cap, v0, v1);
+	if (st.method == 1) {	/* one VMA for the pool, however many live */
+		assert_int_equal(st.live, MANY);
+		assert_true(v1 <= v0 + 2);
+	} else {
+		assert_int_equal(st.live, st.cap < MANY ? st.cap : MANY);
+		assert_int_equal(st.unguarded_cap - before.unguarded_cap, MANY - st.live);
+		assert_true(v1 <= v0 + 2 * st.live + 2);
+		assert_true(v1 < max_map_count() / 2 + v0);	/* half is left to the program */
+	}
+	for (int i = 0; i < MANY; i++)
+		gfree(p[i]);
+	assert_int_equal(gstats(&st, sizeof(st)), 0);
+	assert_int_equal(st.live, 0);
+	print_message("# after free: %zu VMAs\n", vmas());
+	assert_true(vmas() <= v0 + 2);	/* the fallback's VMAs merge back */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(before_load),
+		cmocka_unit_test(many_live),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
