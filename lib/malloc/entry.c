@@ -72,6 +72,56 @@ static size_t arena_size(const void *p)
 		__builtin_memcpy(&gm_next.field, &f_, sizeof(f_));            \
 	} while (0)
 
+/*
+ * Every function must be the next malloc's own: jemalloc has no pvalloc(),
+ * and glibc's, found instead, would hand jemalloc's free() a pointer of
+ * glibc's heap. A function the next allocator lacks is made here from
+ * its memalign() or posix_memalign().
+ */
+static void same_object(void)
+{
+	void **fns[] = { (void **)&gm_next.calloc, (void **)&gm_next.realloc,
+			 (void **)&gm_next.memalign, (void **)&gm_next.posix_memalign,
+			 (void **)&gm_next.aligned_alloc, (void **)&gm_next.valloc,
+			 (void **)&gm_next.pvalloc, (void **)&gm_next.usable };
+	Dl_info m, f;
+
+	if (!gm_next.malloc || !dladdr(*(void **)&gm_next.malloc, &m))
+		return;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		if (*fns[i] && (!dladdr(*fns[i], &f) || f.dli_fbase != m.dli_fbase))
+			*fns[i] = NULL;
+}
+
+/* memalign() of the next allocator, or made from its posix_memalign(). */
+static void *next_memalign(size_t align, size_t size)
+{
+	void *p;
+	int err;
+
+	if (gm_next.memalign)
+		return gm_next.memalign(align, size);
+	if (!gm_next.posix_memalign) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	if (align & (align - 1)) {	/* glibc rounds a bad alignment up */
+		if (align > SIZE_MAX / 2) {
+			errno = EINVAL;
+			return NULL;
+		}
+		align = (size_t)1 << (64 - __builtin_clzl(align));
+	}
+	err = gm_next.posix_memalign(&p, align, size);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	return p;
+}
+
 static void fork_prepare(void)
 {
 	gm_pool_lock();
@@ -113,6 +163,7 @@ void gm_init(void)
 	NEXT("valloc", valloc);
 	NEXT("pvalloc", pvalloc);
 	NEXT("malloc_usable_size", usable);
+	same_object();
 	gm_trace_init();
 	if ((gm_opt.sample || gm_opt.all) && gm_pool_init())
 		gm_report_install();
@@ -188,8 +239,12 @@ GM_EXPORT void *calloc(size_t n, size_t size)
 	p = sampled(total, 0);	/* a slot is zero: fresh after guard removal or MADV_DONTNEED */
 	if (p)
 		return p;
-	if (GM_UNLIKELY(!gm_next.calloc))
+	if (GM_UNLIKELY(!gm_next.malloc))
 		return arena_alloc(total, 0);
+	if (GM_UNLIKELY(!gm_next.calloc)) {
+		p = gm_next.malloc(total);
+		return p ? memset(p, 0, total) : p;
+	}
 	return gm_next.calloc(n, size);
 }
 
@@ -255,9 +310,9 @@ GM_EXPORT void *memalign(size_t align, size_t size)
 	gm_init();
 	if (pow2(align) && (p = sampled(size, align)))
 		return p;
-	if (GM_UNLIKELY(!gm_next.memalign))
+	if (GM_UNLIKELY(!gm_next.malloc))
 		return pow2(align) ? arena_alloc(size, align) : NULL;
-	return gm_next.memalign(align, size);
+	return next_memalign(align, size);
 }
 
 GM_EXPORT int posix_memalign(void **out, size_t align, size_t size)
@@ -269,7 +324,9 @@ GM_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		*out = p;
 		return 0;
 	}
-	if (GM_UNLIKELY(!gm_next.posix_memalign)) {
+	if (GM_UNLIKELY(!gm_next.malloc || !gm_next.posix_memalign)) {
+		if (gm_next.malloc && pow2(align) && !(align % sizeof(void *)))
+			return (*out = next_memalign(align, size)) ? 0 : ENOMEM;
 		if (!pow2(align) || align % sizeof(void *))
 			return EINVAL;
 		p = arena_alloc(size, align);
@@ -288,8 +345,10 @@ GM_EXPORT void *aligned_alloc(size_t align, size_t size)
 	gm_init();
 	if (pow2(align) && (p = sampled(size, align)))
 		return p;
-	if (GM_UNLIKELY(!gm_next.aligned_alloc))
+	if (GM_UNLIKELY(!gm_next.malloc))
 		return pow2(align) ? arena_alloc(size, align) : NULL;
+	if (!gm_next.aligned_alloc)
+		return next_memalign(align, size);
 	return gm_next.aligned_alloc(align, size);
 }
 
@@ -302,8 +361,10 @@ GM_EXPORT void *valloc(size_t size)
 	p = sampled(size, page);
 	if (p)
 		return p;
-	if (GM_UNLIKELY(!gm_next.valloc))
+	if (GM_UNLIKELY(!gm_next.malloc))
 		return arena_alloc(size, page);
+	if (!gm_next.valloc)
+		return next_memalign(page, size);
 	return gm_next.valloc(size);
 }
 
@@ -316,9 +377,14 @@ GM_EXPORT void *pvalloc(size_t size)
 	if (!__builtin_add_overflow(size, page - 1, &rounded) &&
 	    (p = sampled((rounded & ~(page - 1)) ? rounded & ~(page - 1) : page, page)))
 		return p;
-	if (GM_UNLIKELY(!gm_next.pvalloc))
+	if (gm_next.pvalloc)
+		return gm_next.pvalloc(size);
+	if (__builtin_add_overflow(size, page - 1, &rounded)) {	/* glibc's answer */
+		errno = ENOMEM;
 		return NULL;
-	return gm_next.pvalloc(size);
+	}
+	rounded &= ~(page - 1);
+	return next_memalign(page, rounded ? rounded : page);
 }
 
 GM_EXPORT size_t malloc_usable_size(void *p)

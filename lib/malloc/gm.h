@@ -88,9 +88,12 @@ struct gm_pool {
 };
 extern struct gm_pool gm_pool;
 bool gm_pool_init(void);
+/* base is published last (gm_pool_init): 0 until the pool is whole. */
 static inline bool gm_in_pool(const void *p)
 {
-	return (uintptr_t)p - gm_pool.base < gm_pool.end - gm_pool.base;
+	uintptr_t b = __atomic_load_n(&gm_pool.base, __ATOMIC_ACQUIRE);
+
+	return b && (uintptr_t)p - b < gm_pool.end - b;
 }
 uintptr_t gm_slot_start(size_t i);
 /* The slot whose usable pages hold p, or SIZE_MAX (a guard between slots). */

@@ -161,6 +161,7 @@ void *gm_pool_alloc(size_t size, size_t align)
 	size_t want = size ? size : 1, i;
 	uintptr_t start, ptr;
 	struct gm_slot *s;
+	int saved = errno;
 
 	/*
 	 * exact: the largest alignment that still ends the object on the
@@ -189,6 +190,7 @@ void *gm_pool_alloc(size_t size, size_t align)
 	ptr = place(start, start + p->slot_len, want, align);
 	if (!ptr || gm_guards_open((void *)start, p->slot_len)) {
 		/* ENOMEM from mprotect: a VMA limit lower than we were told */
+		errno = saved;	/* the caller's allocation is still to succeed */
 		gm_pool_lock();
 		queue_slot(i);
 		p->st.unguarded_cap++;
