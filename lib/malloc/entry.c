@@ -137,6 +137,16 @@ static void fork_child(void)
 	gm_pool_child();
 }
 
+/* An address-space limit (ulimit -v) below the pool: say so once, and run unguarded. */
+static void pool_failed(void)
+{
+	gm_write(STDERR_FILENO, "libguard-malloc: no room for a pool of ");
+	gm_write_num(STDERR_FILENO, gm_opt.slots, 10);
+	gm_write(STDERR_FILENO, " slots (an address-space limit? try slots=N, fewer): "
+				"no allocation is guarded\n");
+	gm_flush();
+}
+
 void gm_init(void)
 {
 	int expect = 0, saved;
@@ -165,8 +175,12 @@ void gm_init(void)
 	NEXT("malloc_usable_size", usable);
 	same_object();
 	gm_trace_init();
-	if ((gm_opt.sample || gm_opt.all) && gm_pool_init())
-		gm_report_install();
+	if (gm_opt.sample || gm_opt.all) {
+		if (gm_pool_init())
+			gm_report_install();
+		else
+			pool_failed();
+	}
 	gm_busy--;
 	in_init = 0;
 	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
