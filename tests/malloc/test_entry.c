@@ -399,26 +399,42 @@ static void *churn(void *arg)
 	return NULL;
 }
 
-/* fork() while other threads allocate: every child allocates and exits. */
-static void fork_threads(void **state)
+/* Fork 15 times, each child allocating and exiting: NULL if all did. */
+static void *forker(void *arg)
 {
-	pthread_t t[3];
-
-	(void)state;
-	for (int i = 0; i < 3; i++)
-		assert_int_equal(pthread_create(&t[i], NULL, churn, NULL), 0);
-	for (int i = 0; i < 40; i++) {
+	(void)arg;
+	for (int i = 0; i < 15; i++) {
 		int status;
 		pid_t pid = fork();
 
-		assert_true(pid >= 0);
+		if (pid < 0)
+			return (void *)"fork";
 		if (pid == 0) {
 			for (int j = 0; j < 50; j++)
 				free(malloc(16));
 			_exit(0);
 		}
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			return (void *)"a child did not exit 0 (a hang is the test's timeout)";
+	}
+	return NULL;
+}
+
+/* fork() from three threads at once while three others allocate. */
+static void fork_threads(void **state)
+{
+	pthread_t t[3], f[3];
+	void *ret;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, churn, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&f[i], NULL, forker, NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(pthread_join(f[i], &ret), 0);
+		if (ret)
+			fail_msg("%s", (const char *)ret);
 	}
 	stop = 1;
 	for (int i = 0; i < 3; i++)
