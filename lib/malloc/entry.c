@@ -279,6 +279,10 @@ GM_EXPORT void *realloc(void *p, size_t size)
 	if (!p)
 		return malloc(size);
 	if (gm_in_pool(p) || in_arena(p)) {
+		if (GM_UNLIKELY(gm_busy && gm_in_pool(p))) {	/* see free() */
+			errno = ENOMEM;
+			return NULL;
+		}
 		old = gm_in_pool(p) ? gm_pool_size(p, "realloc") : arena_size(p);
 		if (!size) {	/* glibc: realloc(p, 0) frees p and returns NULL */
 			free(p);

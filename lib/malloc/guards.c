@@ -78,8 +78,15 @@ int gm_guards_open(void *addr, size_t len)
 
 int gm_guards_close(void *addr, size_t len)
 {
-	if (gm_method == GUARD_METHOD_NATIVE)
-		return madvise(addr, len, MADV_GUARD_INSTALL) ? -errno : 0;
+	if (gm_method == GUARD_METHOD_NATIVE) {
+		int tries = 0, ret;
+
+		/* The kernel may give up on a racing fault (EAGAIN) or a signal (EINTR). */
+		while ((ret = madvise(addr, len, MADV_GUARD_INSTALL) ? -errno : 0) &&
+		       (ret == -EAGAIN || ret == -EINTR) && ++tries < 100)
+			;
+		return ret;
+	}
 	if (mprotect(addr, len, PROT_NONE))
 		return -errno;
 	madvise(addr, len, MADV_DONTNEED);

@@ -242,7 +242,21 @@ void gm_pool_free(void *ptr, const char *what)
 	gm_busy++;
 	i = check(ptr, what, true);
 	gm_trace_capture(&gm_pool.meta[i].free, 1);
-	gm_guards_close((void *)gm_slot_start(i), gm_pool.slot_len);
+	if (gm_guards_close((void *)gm_slot_start(i), gm_pool.slot_len)) {
+		/*
+		 * Not guarded (maybe in part): open it whole and zero it, as
+		 * calloc() wants a slot; if even that fails, never reuse it.
+		 */
+		if (gm_guards_open((void *)gm_slot_start(i), gm_pool.slot_len)) {
+			gm_pool_lock();
+			gm_pool.st.live--;
+			__atomic_store_n(&gm_pool.meta[i].state, GM_FREED, __ATOMIC_RELEASE);
+			gm_pool_unlock();
+			gm_busy--;
+			return;
+		}
+		memset((void *)gm_slot_start(i), 0, gm_pool.slot_len);
+	}
 	gm_pool_lock();
 	queue_slot(i);
 	gm_pool_unlock();
@@ -251,6 +265,12 @@ void gm_pool_free(void *ptr, const char *what)
 
 size_t gm_pool_size(const void *ptr, const char *what)
 {
+	size_t i;
+
+	if (GM_UNLIKELY(gm_busy)) {	/* a signal handler inside the pool: no lock, no report */
+		i = gm_slot_of((uintptr_t)ptr);
+		return i == SIZE_MAX ? 0 : gm_pool.meta[i].size;
+	}
 	return gm_pool.meta[check(ptr, what, false)].size;
 }
 
