@@ -50,7 +50,8 @@ unsigned int gm_guards_probe(bool force_fallback);	/* GUARD_METHOD_* or 0 */
 size_t gm_guards_cap(void);			/* fallback's live-slot cap */
 int gm_guards_open(void *addr, size_t len);		/* make a slot accessible */
 int gm_guards_close(void *addr, size_t len);		/* guard it again, drop its memory */
-void *gm_guards_reserve(size_t len);			/* the pool, every page a guard */
+void *gm_guards_reserve(size_t len);			/* the pool */
+int gm_guards_extend(void *addr, size_t len);		/* guard slots about to be used */
 extern unsigned int gm_method;
 
 /* trace.c: stack traces, no malloc. */
@@ -84,6 +85,7 @@ struct gm_pool {
 	uint32_t *ring;		/* freed slots, oldest first */
 	size_t ring_head, ring_count;
 	size_t bump;		/* slots never used start here */
+	size_t guarded_to;	/* slots below are guarded (native: extended in chunks) */
 	struct guard_malloc_stats st;
 };
 extern struct gm_pool gm_pool;

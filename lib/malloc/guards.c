@@ -26,13 +26,18 @@
 unsigned int gm_method;
 
 /*
- * Reserve len bytes every page of which faults, and set gm_method.
- * Native guards are trusted only once one is seen to stop an access:
- * MADV_POPULATE_READ of a guard gives EFAULT (an emulator that
- * acknowledges the advice without acting would let the read through).
+ * Reserve len bytes for the pool, and set gm_method. Native: read-write,
+ * its first page (the guard before slot 0) guarded; gm_guards_extend()
+ * guards the rest as slots come into use, so that a pool of a million
+ * slots costs no page tables until it is used. Native guards are
+ * trusted only once one is seen to stop an access: MADV_POPULATE_READ
+ * of a guard gives EFAULT (an emulator that acknowledges the advice
+ * without acting would let the read through). Fallback: every page
+ * PROT_NONE from the start.
  */
 void *gm_guards_reserve(size_t len)
 {
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	void *p;
 
 	if (!gm_opt.force_fallback) {
@@ -41,8 +46,8 @@ void *gm_guards_reserve(size_t len)
 		if (p == MAP_FAILED)
 			return NULL;
 		madvise(p, len, MADV_NOHUGEPAGE);	/* a slot's page must not come as 2 MiB */
-		if (!madvise(p, len, MADV_GUARD_INSTALL) &&
-		    madvise(p, (size_t)sysconf(_SC_PAGESIZE), MADV_POPULATE_READ) && errno == EFAULT) {
+		if (!madvise(p, page, MADV_GUARD_INSTALL) &&
+		    madvise(p, page, MADV_POPULATE_READ) && errno == EFAULT) {
 			gm_method = GUARD_METHOD_NATIVE;
 			return p;
 		}
@@ -67,6 +72,14 @@ void *gm_guards_reserve(size_t len)
 	}
 	gm_method = GUARD_METHOD_FALLBACK;
 	return p;
+}
+
+/* Guard a part of the pool not used yet (native); the fallback's is PROT_NONE already. */
+int gm_guards_extend(void *addr, size_t len)
+{
+	if (gm_method != GUARD_METHOD_NATIVE)
+		return 0;
+	return gm_guards_close(addr, len);
 }
 
 int gm_guards_open(void *addr, size_t len)

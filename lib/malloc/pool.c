@@ -96,6 +96,25 @@ size_t gm_slot_of(uintptr_t a)
 	return rel / gm_pool.stride;
 }
 
+/*
+ * With the mutex: guard the next GM_CHUNK slots and their guard pages
+ * before the first of them is handed out. Guard markers cost page
+ * tables (a page of them per 512 pages guarded): a pool guarded whole
+ * at once would cost them for every slot, used or not, and the time to
+ * write them at startup.
+ */
+#define GM_CHUNK 1024
+static bool extend(void)
+{
+	struct gm_pool *p = &gm_pool;
+	size_t n = p->nslots - p->guarded_to < GM_CHUNK ? p->nslots - p->guarded_to : GM_CHUNK;
+
+	if (gm_guards_extend((void *)gm_slot_start(p->guarded_to), n * p->stride))
+		return false;
+	p->guarded_to += n;
+	return true;
+}
+
 /* With the mutex: a slot to open, marked busy, or SIZE_MAX. */
 static size_t take_slot(void)
 {
@@ -109,6 +128,8 @@ static size_t take_slot(void)
 		p->ring_head = (p->ring_head + 1) % p->nslots;
 		p->ring_count--;
 	} else if (p->bump < p->nslots) {
+		if (p->bump == p->guarded_to && !extend())
+			return SIZE_MAX;
 		i = p->bump++;
 		p->st.slots_used = p->bump;
 	} else {

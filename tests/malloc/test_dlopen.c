@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <guard-malloc.h>
@@ -121,6 +123,30 @@ static void many_live(void **state)
 	}
 	v1 = vmas();
 	assert_int_equal(gstats(&st, sizeof(st)), 0);
+	/*
+	 * Every guarded object ends on a guard (the pool's chunk boundaries
+	 * included): write(2) from its last byte works, from the next gives
+	 * EFAULT, no signal.
+	 */
+	{
+		int fds[2], guarded = 0;
+		char sink[64];
+
+		assert_int_equal(pipe(fds), 0);
+		for (int i = 0; i < MANY; i++) {
+			errno = 0;
+			if (write(fds[1], p[i] + 16, 1) == -1 && errno == EFAULT) {
+				assert_int_equal(write(fds[1], p[i] + 15, 1), 1);
+				assert_int_equal(read(fds[0], sink, 1), 1);
+				guarded++;
+			} else {
+				assert_int_equal(read(fds[0], sink, 1), 1);
+			}
+		}
+		close(fds[0]);
+		close(fds[1]);
+		assert_int_equal(guarded, (int)st.live);
+	}
 	print_message("# %s: %zu live guarded of %d, cap %zu, %zu past it; VMAs %zu -> %zu\n",
 		      st.method == 1 ? "native" : "fallback", st.live, MANY, st.cap,
 		      st.unguarded_cap - before.unguarded_cap, v0, v1);
