@@ -2,13 +2,17 @@
 /*
  * libguard-malloc.so opened with dlopen() after glibc's malloc has served
  * the program: its free() of a pointer from before it was loaded gives
- * the pointer to glibc; its own malloc() guards (mode=all from meson.build).
+ * the pointer to glibc; its own malloc() guards (mode=all from meson.build);
+ * a SIGSEGV handler the program installed before still gets its faults.
  * And 20,000 live guarded allocations: a handful of VMAs with native
  * guards; with the mprotect method, the cap from vm.max_map_count, and
  * every allocation past it served. $LIBGUARD_MALLOC_MODULE names the
  * module.
  */
 #include <dlfcn.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +25,18 @@
 
 #include <cmocka.h>
 #include <guard-malloc.h>
+
+static sigjmp_buf jump;
+static volatile int program_faults;
+
+static void program_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	program_faults++;
+	siglongjmp(jump, 1);
+}
 
 static void before_load(void **state)
 {
@@ -39,6 +55,16 @@ static void before_load(void **state)
 		early[i] = malloc(24 + i * 100);	/* glibc's */
 		assert_non_null(early[i]);
 		memset(early[i], 1, 24);
+	}
+	/* A SIGSEGV handler the program had before the module came. */
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = program_handler;
+		sa.sa_flags = SA_SIGINFO;
+		sigemptyset(&sa.sa_mask);
+		assert_int_equal(sigaction(SIGSEGV, &sa, NULL), 0);
 	}
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	assert_non_null(h);
@@ -62,6 +88,19 @@ static void before_load(void **state)
 	gfree(p);
 	assert_int_equal(gstats(&st, sizeof(st)), 0);
 	assert_int_equal(st.live, 0);
+	/* The module's handler is in now (a pool exists): other faults reach the program's. */
+	{
+		struct sigaction now;
+		char *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		assert_true(none != MAP_FAILED);
+		assert_int_equal(sigaction(SIGSEGV, NULL, &now), 0);
+		assert_ptr_not_equal(now.sa_sigaction, program_handler);
+		if (!sigsetjmp(jump, 1))
+			*(volatile char *)none = 1;
+		assert_int_equal(program_faults, 1);
+		munmap(none, 4096);
+	}
 	/* And glibc's malloc still works after all that. */
 	p = malloc(100);
 	assert_non_null(p);
