@@ -245,10 +245,26 @@ static LG_HOT void carve(uintptr_t start, uintptr_t end)
  * found this). Adjacent records of one object are read as one run where
  * it matters (lo_holds(), hi_run_end()), so nothing needs them joined.
  */
-/* The VMA covering at: 0, -ENOMEM if at is in a hole, or another -errno. */
+
+/* initial-exec: one load on the fallback's hot path, no __tls_get_addr() call */
+__thread const struct lg_vma *lg_fresh_vma __attribute__((tls_model("initial-exec")));
+
+/*
+ * The VMA covering at: 0, -ENOMEM if at is in a hole, or another -errno.
+ * In a mapping a wrapper has just made (lg_fresh_vma), the mapping as
+ * made: its ends are where the library's mapping ends, which is what a
+ * record's edges say, whatever the kernel merged it with.
+ */
 static LG_HOT int vma_covering(uintptr_t at, struct lg_vma *v)
 {
-	int ret = lg_vma_at(at, v);
+	const struct lg_vma *fresh = lg_fresh_vma;
+	int ret;
+
+	if (fresh && at >= fresh->start && at < fresh->end) {
+		*v = *fresh;
+		return 0;
+	}
+	ret = lg_vma_at(at, v);
 
 	if (ret < 0)
 		return ret;

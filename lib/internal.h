@@ -287,6 +287,13 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma);
 int lg_vma_at(uintptr_t addr, struct lg_vma *vma);
 /* Union of LG_VM_* over the VMAs meeting [start, end): reads smaps, slow. */
 int lg_vma_kind(uintptr_t start, uintptr_t end);
+/*
+ * The private anonymous mapping a wrapper has just made on this thread,
+ * as it made it, or NULL: the fallback's installs in it take their VMA
+ * from here instead of a lookup.
+ */
+extern __thread const struct lg_vma *lg_fresh_vma LG_INTERNAL
+	__attribute__((tls_model("initial-exec")));
 /* LG_VM_* of vma (found at addr) after MADV_DONTNEED refused it: cheap for anonymous memory. */
 int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma);
 

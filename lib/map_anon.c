@@ -45,6 +45,7 @@ LG_EXPORT void *guard_map_anon(size_t len, int prot, int flags, size_t guard_bef
 	size_t page = lg_page_size(), rlen = (len + page - 1) & ~(page - 1), total = 0;
 	unsigned int how = 0, m = 0;
 	struct lg_reg reg;
+	struct lg_vma fresh;
 	char *base, *data;
 	long addr;
 	bool native;
@@ -69,10 +70,15 @@ LG_EXPORT void *guard_map_anon(size_t len, int prot, int flags, size_t guard_bef
 	reg = (struct lg_reg){ .user = (uintptr_t)data, .user_end = (uintptr_t)data + rlen,
 			       .start = (uintptr_t)base, .end = (uintptr_t)base + total,
 			       .kind = LG_REG_MAP };
+	/* private: the fallback needs no lookup (shared memory is shmem, whose inode the kernel names) */
+	fresh = (struct lg_vma){ .start = reg.start, .end = reg.end, .prot = prot };
+	if ((flags & MAP_TYPE) == MAP_PRIVATE)
+		lg_fresh_vma = &fresh;
 	if (guard_after)
 		ret = lg_install_one(reg.user_end, reg.end, gflags | GUARD_FRESH, &how);
 	if (!ret && guard_before)
 		ret = lg_install_one(reg.start, reg.user, gflags | GUARD_FRESH, &m);
+	lg_fresh_vma = NULL;
 	ret = lg_reg_finish(&reg, (flags & MAP_TYPE) == MAP_PRIVATE, ret);
 	if (ret) {
 		errno = -ret;

@@ -19,6 +19,7 @@ LG_EXPORT void *guard_stack(size_t size, size_t guard_size, unsigned int flags)
 	size_t page = lg_page_size(), above = flags & GUARD_STACK_ABOVE ? guard_size : 0, total;
 	unsigned int gflags = flags & (GUARD_NATIVE | GUARD_FALLBACK);
 	struct lg_reg reg;
+	struct lg_vma fresh;
 	char *base;
 	int ret;
 
@@ -36,9 +37,12 @@ LG_EXPORT void *guard_stack(size_t size, size_t guard_size, unsigned int flags)
 	reg = (struct lg_reg){ .user = (uintptr_t)base + guard_size,
 			       .user_end = (uintptr_t)base + guard_size + size, .start = (uintptr_t)base,
 			       .end = (uintptr_t)base + total, .kind = LG_REG_STACK };
+	fresh = (struct lg_vma){ .start = reg.start, .end = reg.end, .prot = PROT_READ | PROT_WRITE };
+	lg_fresh_vma = &fresh;
 	ret = guard_install(base, guard_size, gflags | GUARD_FRESH);
 	if (!ret && above)
 		ret = guard_install(base + guard_size + size, above, gflags | GUARD_FRESH);
+	lg_fresh_vma = NULL;
 	ret = lg_reg_finish(&reg, true, ret);
 	if (ret) {
 		errno = -ret;
