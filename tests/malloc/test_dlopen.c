@@ -26,6 +26,8 @@
 #include <cmocka.h>
 #include <guard-malloc.h>
 
+#include "expect.h"
+
 static sigjmp_buf jump;
 static volatile int program_faults;
 
@@ -151,6 +153,12 @@ static void many_live(void **state)
 	gmalloc = (void *(*)(size_t))dlsym(h, "malloc");
 	gstats = (int (*)(struct guard_malloc_stats *, size_t))dlsym(h, "guard_malloc_stats");
 	assert_int_equal(gstats(&before, sizeof(before)), 0);
+	{
+		const char *why, *force = getenv("LIBGUARD_FORCE_FALLBACK");
+		int forced = force && *force && strcmp(force, "0");
+
+		assert_int_equal(before.method, !forced && (expect_caps(&why) & EXPECT_ANON) ? 1 : 2);
+	}
 	want_cap = before.method == 1 ? before.slots : max_map_count() / 4;
 	assert_int_equal(before.cap, want_cap < before.slots ? want_cap : before.slots);
 	v0 = vmas();
