@@ -23,7 +23,7 @@ struct guard_malloc_stats {
 	size_t live;			/* guarded allocations not yet freed */
 	size_t quarantined;		/* freed slots guarded now, waiting for reuse */
 	size_t unguarded_cap;		/* sampled, but served unguarded: the pool was full or at its cap */
-	size_t unguarded_large;		/* sampled, but larger than a slot or aligned beyond one */
+	size_t unguarded_large;		/* sampled, but larger than 512 slots or aligned beyond a page */
 	size_t reports;			/* reports printed (a report ends the process) */
 };
 

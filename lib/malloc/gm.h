@@ -74,8 +74,12 @@ struct gm_slot {
 	size_t size;		/* as asked */
 	uint32_t state;
 	uint32_t reuse;		/* times the slot was handed out */
+	uint32_t head;		/* the first slot of the run this one is part of (itself alone) */
+	uint32_t run;		/* in a run's first slot: its slots (1: a slot alone) */
 	struct gm_trace alloc, free;
 };
+/* Most slots one allocation may span (a run opens their guards between). */
+#define GM_MAX_RUN 512
 struct gm_pool {
 	uintptr_t base, end;	/* the whole reservation, guards included */
 	size_t page, slot_len;	/* usable bytes of a slot */
@@ -100,6 +104,8 @@ static inline bool gm_in_pool(const void *p)
 uintptr_t gm_slot_start(size_t i);
 /* The slot whose usable pages hold p, or SIZE_MAX (a guard between slots). */
 size_t gm_slot_of(uintptr_t p);
+/* The first slot of the run slot x is part of, if x's record says so and agrees; else x. */
+size_t gm_slot_head(size_t x);
 void *gm_pool_alloc(size_t size, size_t align);
 /* 0: freed; otherwise the report kind it was (a report was printed). */
 void gm_pool_free(void *p, const char *what);

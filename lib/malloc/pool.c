@@ -115,42 +115,73 @@ static bool extend(void)
 	return true;
 }
 
-/* With the mutex: a slot to open, marked busy, or SIZE_MAX. */
-static size_t take_slot(void)
+/*
+ * With the mutex: k slots to open, marked busy, or SIZE_MAX. One slot
+ * comes from the quarantine queue when it holds more than `quarantine`,
+ * or when no slot never used is left; a run of k > 1 (an allocation
+ * larger than a slot: its slots and the guards between them opened
+ * together) only from slots never used.
+ */
+static size_t take_slots(size_t k)
 {
 	struct gm_pool *p = &gm_pool;
 	size_t i;
 
 	if (p->st.live >= p->cap)
 		return SIZE_MAX;
-	if (p->ring_count && (p->ring_count > gm_opt.quarantine || p->bump == p->nslots)) {
+	if (k == 1 && p->ring_count &&
+	    (p->ring_count > gm_opt.quarantine || p->bump == p->nslots)) {
 		i = p->ring[p->ring_head];
 		p->ring_head = (p->ring_head + 1) % p->nslots;
 		p->ring_count--;
-	} else if (p->bump < p->nslots) {
-		if (p->bump == p->guarded_to && !extend())
-			return SIZE_MAX;
-		i = p->bump++;
+	} else if (p->nslots - p->bump >= k) {
+		while (p->guarded_to < p->bump + k)
+			if (!extend())
+				return SIZE_MAX;
+		i = p->bump;
+		p->bump += k;
 		p->st.slots_used = p->bump;
 	} else {
 		return SIZE_MAX;
 	}
-	p->meta[i].state = GM_BUSY;
+	for (size_t j = i; j < i + k; j++) {
+		p->meta[j].state = GM_BUSY;
+		p->meta[j].head = (uint32_t)i;
+	}
+	p->meta[i].run = (uint32_t)k;
 	p->st.live++;
 	p->st.quarantined = p->ring_count;
 	return i;
 }
 
-/* With the mutex: slot i back in the queue. */
-static void queue_slot(size_t i)
+/* With the mutex: the k slots from i back in the queue, one by one. */
+static void queue_slots(size_t i, size_t k)
 {
 	struct gm_pool *p = &gm_pool;
 
-	p->ring[(p->ring_head + p->ring_count) % p->nslots] = (uint32_t)i;
-	p->ring_count++;
+	for (size_t j = i; j < i + k; j++) {
+		p->ring[(p->ring_head + p->ring_count) % p->nslots] = (uint32_t)j;
+		p->ring_count++;
+		__atomic_store_n(&p->meta[j].state, GM_FREED, __ATOMIC_RELEASE);
+	}
 	p->st.quarantined = p->ring_count;
 	p->st.live--;
-	__atomic_store_n(&p->meta[i].state, GM_FREED, __ATOMIC_RELEASE);
+}
+
+size_t gm_slot_head(size_t x)
+{
+	const struct gm_slot *m = gm_pool.meta;
+	size_t h = m[x].head;
+
+	if (h < x && h + m[h].run > x && m[h].state == m[x].state)
+		return h;
+	return x;
+}
+
+/* The usable bytes of a run of k slots: the guards between them are opened too. */
+static size_t run_len(size_t k)
+{
+	return k * gm_pool.stride - gm_pool.page;
 }
 
 /*
@@ -179,7 +210,7 @@ static uintptr_t place(uintptr_t start, uintptr_t end, size_t size, size_t align
 void *gm_pool_alloc(size_t size, size_t align)
 {
 	struct gm_pool *p = &gm_pool;
-	size_t want = size ? size : 1, i;
+	size_t want = size ? size : 1, i, k;
 	uintptr_t start, ptr;
 	struct gm_slot *s;
 	int saved = errno;
@@ -195,25 +226,30 @@ void *gm_pool_alloc(size_t size, size_t align)
 						 : GM_ALIGN;
 	else if (align < GM_ALIGN && gm_opt.place != GM_EXACT)
 		align = GM_ALIGN;
-	if (!p->base || want > p->slot_len || align > p->slot_len) {
+	/*
+	 * Slots enough for the object: one, or a run. Slots start on a page,
+	 * so any alignment up to a page fits wherever the object does.
+	 */
+	if (!p->base || align > p->page || want > run_len(GM_MAX_RUN) ||
+	    (k = (want + p->page + p->stride - 1) / p->stride) > p->nslots) {
 		STAT_ADD(unguarded_large, 1);
 		return NULL;
 	}
 	gm_busy++;
 	gm_pool_lock();
-	i = take_slot();
+	i = take_slots(k);
 	if (i == SIZE_MAX)
 		p->st.unguarded_cap++;
 	gm_pool_unlock();
 	if (i == SIZE_MAX)
 		goto out;
 	start = gm_slot_start(i);
-	ptr = place(start, start + p->slot_len, want, align);
-	if (!ptr || gm_guards_open((void *)start, p->slot_len)) {
+	ptr = place(start, start + run_len(k), want, align);
+	if (!ptr || gm_guards_open((void *)start, run_len(k))) {
 		/* ENOMEM from mprotect: a VMA limit lower than we were told */
 		errno = saved;	/* the caller's allocation is still to succeed */
 		gm_pool_lock();
-		queue_slot(i);
+		queue_slots(i, k);
 		p->st.unguarded_cap++;
 		gm_pool_unlock();
 		i = SIZE_MAX;
@@ -227,7 +263,8 @@ void *gm_pool_alloc(size_t size, size_t align)
 	s->free.depth = 0;
 	s->free.tid = 0;
 	STAT_ADD(guarded, 1);
-	__atomic_store_n(&s->state, GM_LIVE, __ATOMIC_RELEASE);
+	for (size_t j = i + k; j-- > i;)	/* the first slot last: it holds the record */
+		__atomic_store_n(&p->meta[j].state, GM_LIVE, __ATOMIC_RELEASE);
 out:
 	gm_busy--;
 	return i == SIZE_MAX ? NULL : (void *)ptr;
@@ -237,16 +274,21 @@ out:
 static size_t check(const void *ptr, const char *what, bool take)
 {
 	uintptr_t a = (uintptr_t)ptr;
-	size_t i = gm_slot_of(a);
+	size_t i, rel;
 	uint32_t st;
 
-	if (i == SIZE_MAX)
+	/* The slot at or before a: a run's object may start in any of its slots, or guards. */
+	if (a < gm_pool.base + gm_pool.page)
 		gm_report_bad_free(GM_INVALID_FREE, a, SIZE_MAX, what);
+	rel = a - gm_pool.base - gm_pool.page;
+	i = rel / gm_pool.stride;
 	gm_pool_lock();
+	i = gm_slot_head(i);
 	st = gm_pool.meta[i].state;
 	if (st == GM_LIVE && gm_pool.meta[i].ptr == a) {
 		if (take)
-			gm_pool.meta[i].state = GM_BUSY;
+			for (size_t j = i; j < i + gm_pool.meta[i].run; j++)
+				gm_pool.meta[j].state = GM_BUSY;
 		gm_pool_unlock();
 		return i;
 	}
@@ -258,20 +300,24 @@ static size_t check(const void *ptr, const char *what, bool take)
 
 void gm_pool_free(void *ptr, const char *what)
 {
-	size_t i;
+	size_t i, k;
 
 	gm_busy++;
 	i = check(ptr, what, true);
+	k = gm_pool.meta[i].run;
 	gm_trace_capture(&gm_pool.meta[i].free, 1);
-	if (gm_guards_close((void *)gm_slot_start(i), gm_pool.slot_len)) {
+	if (gm_guards_close((void *)gm_slot_start(i), run_len(k))) {
 		/*
 		 * Not guarded (maybe in part): open it whole and zero it, as
 		 * calloc() wants a slot; if even that fails, never reuse it.
+		 * (A run's slots are reused one by one: with a guard
+		 * between them again, or never.)
 		 */
-		if (gm_guards_open((void *)gm_slot_start(i), gm_pool.slot_len)) {
+		if (k > 1 || gm_guards_open((void *)gm_slot_start(i), run_len(k))) {
 			gm_pool_lock();
 			gm_pool.st.live--;
-			__atomic_store_n(&gm_pool.meta[i].state, GM_FREED, __ATOMIC_RELEASE);
+			for (size_t j = i; j < i + k; j++)
+				__atomic_store_n(&gm_pool.meta[j].state, GM_FREED, __ATOMIC_RELEASE);
 			gm_pool_unlock();
 			gm_busy--;
 			return;
@@ -279,7 +325,7 @@ void gm_pool_free(void *ptr, const char *what)
 		memset((void *)gm_slot_start(i), 0, gm_pool.slot_len);
 	}
 	gm_pool_lock();
-	queue_slot(i);
+	queue_slots(i, k);
 	gm_pool_unlock();
 	gm_busy--;
 }
@@ -289,8 +335,8 @@ size_t gm_pool_size(const void *ptr, const char *what)
 	size_t i;
 
 	if (GM_UNLIKELY(gm_busy)) {	/* a signal handler inside the pool: no lock, no report */
-		i = gm_slot_of((uintptr_t)ptr);
-		return i == SIZE_MAX ? 0 : gm_pool.meta[i].size;
+		i = ((uintptr_t)ptr - gm_pool.base - gm_pool.page) / gm_pool.stride;
+		return i < gm_pool.nslots ? gm_pool.meta[gm_slot_head(i)].size : 0;
 	}
 	return gm_pool.meta[check(ptr, what, false)].size;
 }

@@ -242,14 +242,15 @@ static size_t owner(uintptr_t a, enum gm_kind *kind)
 	uintptr_t rel;
 
 	if (in != SIZE_MAX) {
+		in = gm_slot_head(in);	/* a run's record is in its first slot */
 		*kind = p->meta[in].state == GM_FREED ? GM_UAF : GM_WILD;
 		return p->meta[in].state == GM_NEVER ? SIZE_MAX : in;
 	}
 	if (a >= p->base + p->page) {
 		rel = a - p->base - p->page;
-		left = rel / p->stride;
-		if (left + 1 < p->nslots)
-			right = left + 1;
+		left = gm_slot_head(rel / p->stride);
+		if (rel / p->stride + 1 < p->nslots)
+			right = gm_slot_head(rel / p->stride + 1);
 	} else {
 		right = 0;
 	}

@@ -108,6 +108,18 @@ static void guarded_malloc(void **state)
 	assert_int_equal((uintptr_t)p % 16, 0);	/* align=right keeps malloc's alignment */
 	free(p);
 	assert_int_equal(stats().live, before.live);
+	/* Larger than a slot: a run of slots, one allocation, guarded all the same. */
+	before = stats();
+	p = malloc(100000);
+	assert_non_null(p);
+	assert_true(guarded(p, 100000));
+	memset(p, 'y', 100000);
+	after = stats();
+	assert_int_equal(after.live, before.live + 1);
+	assert_true(after.slots_used >= before.slots_used + 100000 / (2 * 4096));
+	free(p);
+	assert_int_equal(stats().live, before.live);
+	assert_int_equal(stats().quarantined, after.quarantined + (after.slots_used - before.slots_used));
 	free(NULL);
 	assert_int_equal(malloc_usable_size(NULL), 0);
 }
@@ -162,9 +174,10 @@ static void huge(void **state)
 	errno = 0;
 	assert_null(malloc(most));
 	assert_int_equal(errno, ENOMEM);
-	p = malloc(1 << 20);	/* larger than a slot: the heap's, counted */
+	before = stats();
+	p = malloc(8 << 20);	/* more than a run of 512 slots: the heap's, counted */
 	assert_non_null(p);
-	assert_true(stats().unguarded_large > before.unguarded_large);
+	assert_int_equal(stats().unguarded_large, before.unguarded_large + 1);
 	free(p);
 	errno = 0;
 	assert_null(pvalloc(all_ones));
