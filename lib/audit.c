@@ -14,7 +14,9 @@
  *
  * Cost: the module needs no library at all, not even libc (see
  * audit_rt.c), so that its namespace holds nothing but itself: what the
- * null module costs, plus one prctl() for the auxiliary vector. An object
+ * null module costs, plus one prctl() for the auxiliary vector (before
+ * Linux 6.4, which has no PR_GET_AUXV, a read of /proc/self/auxv: the one
+ * /proc access of a process whose objects have no hole). An object
  * is looked at in la_objopen() through the program headers ld.so keeps
  * for it (see object_loads()): no system call. One whose PT_LOAD segments
  * leave no page-aligned hole between them (every object of Debian's amd64
