@@ -132,13 +132,24 @@ bool lg_proc_lost_locked(enum lg_proc which, int fd)
 }
 
 /* Called in the child of fork(), with lg_lock() held, one thread running. */
+/*
+ * The child's copies of the parent's descriptors name the parent's mm:
+ * forgotten, and closed where the number is still ours. The program may
+ * have put a file of its own there (dup2() over it): that one the child
+ * keeps, and where fstat() can't tell, it keeps the number too (one
+ * descriptor left open rather than one of the program's closed).
+ */
 void lg_proc_after_fork_child(void)
 {
+	LG_KEEP_ERRNO;
+
 	for (int i = 0; i < LG_PROC_N; i++) {
 		int fd = atomic_exchange_explicit(&cached[i], -1, memory_order_relaxed);
+		struct stat st;
 
-		if (fd >= 0)
-			close(fd);	/* the child's copy of the parent's */
+		if (fd >= 0 && !cached_unchecked[i] && !fstat(fd, &st) &&
+		    st.st_dev == cached_dev[i] && st.st_ino == cached_ino[i])
+			close(fd);
 	}
 }
 

@@ -521,6 +521,58 @@ static void kept_pagemap_replaced(void **state)
 	tmap_free(&m);
 }
 
+/*
+ * A fork() child drops the library's kept descriptors (they name the
+ * parent's mm), but only those still the library's: a file the program
+ * put on that number (dup2() over it) stays open in the child, and is
+ * the program's file there.
+ */
+static void fork_child_keeps_programs_file(void **state)
+{
+	struct tmap m;
+	int fd, other, status;
+	struct stat want;
+	pid_t pid;
+
+	(void)state;
+	tmap_new(T_ANON, 2, &m);
+	/* a fallback call keeps /proc/self/maps (where PROCMAP_QUERY works) */
+	assert_int_equal(guard_install(m.addr, pg, GUARD_FALLBACK), 0);
+	fd = kept_proc_fd("maps");
+	if (fd < 0)
+		fd = kept_proc_fd("pagemap");
+	if (fd < 0) {
+		printf("# the library keeps no /proc descriptor on this kernel: nothing to replace\n");
+		assert_int_equal(guard_remove(m.addr, pg, 0), 0);
+		tmap_free(&m);
+		skip();
+	}
+	other = memfd_create("the-programs", 0);
+	assert_true(other >= 0);
+	assert_int_equal(dup2(other, fd), fd);
+	assert_int_equal(fstat(other, &want), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct stat st;
+
+		/* the library is used in the child too, after its handler ran */
+		if (guard_remove(m.addr, pg, 0))
+			_exit(2);
+		_exit(fstat(fd, &st) ? 1 : st.st_dev != want.st_dev || st.st_ino != want.st_ino ? 3 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	printf("# child: %s\n", WEXITSTATUS(status) == 1 ? "the program's descriptor was closed"
+				  : WEXITSTATUS(status) == 3 ? "another file on the program's number"
+				  : WEXITSTATUS(status) ? "guard_remove() failed" : "the program's file, open");
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(guard_remove(m.addr, pg, 0), 0);
+	close(fd);
+	close(other);
+	tmap_free(&m);
+}
+
 /* errno is the caller's, after success and after failure. */
 static void errno_preserved(void **state)
 {
@@ -781,6 +833,7 @@ int main(void)
 		cmocka_unit_test(rollback_midway),
 		cmocka_unit_test(hole_refused_first),
 		cmocka_unit_test(kept_pagemap_after_fork),
+		cmocka_unit_test(fork_child_keeps_programs_file),
 		cmocka_unit_test(kept_pagemap_replaced),
 		cmocka_unit_test(errno_preserved),
 		cmocka_unit_test(errno_preserved_fallback_reopen),
