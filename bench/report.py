@@ -5,6 +5,11 @@
   report.py summarize RAW CSV    raw samples of the bench-* programs -> results CSV
   report.py report RESULTS_DIR   newest CSV per run -> latest.md, PNG plots (gnuplot)
 
+A run's CSV is <date>-<run>.csv (bench/run: every program) or
+<date>-<run>+<prog>.csv (bench/run --only PROG: that program alone); a
+run's column in latest.md takes each benchmark from its newest CSV that
+has it.
+
 Raw lines are "benchmark,mode,n,metric,rep,value,unit" (see bench/bench.h);
 rep >= 1 are repetitions of a timed measurement, rep 0 single values.
 The CSV has one row per summary, columns benchmark,mode,n,metric,value,unit:
@@ -26,6 +31,16 @@ The CSV has one row per summary, columns benchmark,mode,n,metric,value,unit:
                     (mprotect-checked), as a share of mprotect's, per
                     repetition: (fallback - checked) / mprotect * 100; its
                     spread in percentage points
+  cpus, calls_per_cpu_s
+                    for threads: the process's CPU time over the wall time
+                    (what it had of the machine), and the calls per second
+                    of that CPU time
+  vs_1_thread       for threads: calls_per_s at T threads over that of the
+                    same mode at one thread, per repetition (T = 1, 2, 8)
+  vs_floor          for threads: libguard-native's calls_per_s over native's
+                    (the raw madvise() pair), libguard-fallback's over
+                    mprotect's (the raw mprotect() pair), at the same T, per
+                    repetition
   vs_<base>_pct, cpu_vs_<base>_pct
                     for audit-exec-*: median exec time (wall, CPU) of the
                     mode over that of the base mode, - 1, in %
@@ -82,13 +97,18 @@ OVERHEAD_WHAT = {
 ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "collateral-maps",
          "stacks", "stacks-free", "files", "arena-setup", "arena-ops"] + OVERHEAD + [
          "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
-         "fallback-query", "fallback-query-1vma", "mlock", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
+         "fallback-query", "fallback-query-1vma", "mlock", "threads", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
          "audit-vmas"]
 # bench-audit-exec (issue 19): its programs, and the modes each mode is compared with
 AUDIT_EXEC = ["audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3"]
 AUDIT_BASES = ["no-audit", "null-audit", "null-audit-libc"]
 TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map", "us_per_exec",
                 "ns_per_free")
+# rates (higher is better): shown where a benchmark has no time metric
+RATE_METRICS = ("calls_per_s",)
+# bench-threads (issue 37, item 7): each library mode and the raw pair it wraps
+THREADS_FLOOR = {"libguard-native": "native", "libguard-fallback": "mprotect"}
+THREADS_N = (1, 2, 8)
 # overhead-install-16p's floor measurements -> their share of the raw madvise()
 FLOOR_METRICS = {"ns_null_syscall": "null_syscall_pct", "ns_pagemap_scan": "pagemap_scan_pct",
                  "ns_hole_check": "hole_check_pct", "ns_registry_lock": "registry_lock_pct"}
@@ -188,6 +208,22 @@ def summarize(raw_path, csv_path):
         if o:
             rows.extend(pct_rows(b, mode, n, FLOOR_METRICS[metric], o))
 
+    # threads: the total rate at T threads over one thread's, and each
+    # library mode's over its raw floor, repetition by repetition (all of a
+    # repetition ran side by side, in a rotated order)
+    for (b, mode, n, metric), reps in samples.items():
+        if b != "threads" or metric != "calls_per_s":
+            continue
+        for base_key, name in (((b, mode, 1, metric), "vs_1_thread"),
+                               ((b, THREADS_FLOOR.get(mode), n, metric), "vs_floor")):
+            if base_key not in samples or (name == "vs_1_thread" and n == 1):
+                continue
+            bk = samples[base_key]
+            r = [reps[i] / bk[i] for i in sorted(set(reps) & set(bk)) if bk[i] > 0]
+            if r:
+                rows.append((b, mode, n, name, statistics.median(r), "x"))
+                rows.append((b, mode, n, name + "_spread", spread_pct(r), "%"))
+
     # audit-exec: ratios of the medians (wall and CPU time) against each base mode
     for (b, mode, n, metric), reps in samples.items():
         if b not in AUDIT_EXEC or metric not in ("us_per_exec", "cpu_us_per_exec"):
@@ -212,25 +248,42 @@ def summarize(raw_path, csv_path):
             w.writerow([b, mode, n, metric, f"{value:.6g}", unit])
 
 
-def load(csv_path):
-    d = {}
-    with open(csv_path) as f:
-        for r in csv.DictReader(f):
-            d[(r["benchmark"], r["mode"], int(r["n"]), r["metric"])] = float(r["value"])
-    return d
+def load(paths):
+    """Rows of the CSVs, oldest first: each benchmark from the newest CSV that has it.
+
+    Returns (rows, {path: benchmarks taken from it})."""
+    by_path = {}
+    for path in paths:
+        rows = {}
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                rows[(r["benchmark"], r["mode"], int(r["n"]), r["metric"])] = float(r["value"])
+        by_path[path] = rows
+    d, used = {}, {}
+    for path in reversed(paths):
+        for b in sorted({k[0] for k in by_path[path]}):
+            if not any(k[0] == b for k in d):
+                used.setdefault(path, []).append(b)
+                d.update({k: v for k, v in by_path[path].items() if k[0] == b})
+    return d, used
 
 
 def latest_runs(results):
-    """The newest CSV of each run: {run: (date, path)}."""
+    """Each run's newest whole CSV and the one-program CSVs since, oldest first:
+    {run: [(date, path)]} (see the top)."""
     runs = {}
     for path in sorted(glob.glob(os.path.join(results, "*.csv"))):
-        base = os.path.basename(path)[:-4]
+        base = os.path.basename(path)[:-4].split("+")[0]
         for run in RUNS:
             if base.endswith("-" + run):
-                date = base[: -len(run) - 1]
-                if run not in runs or date >= runs[run][0]:
-                    runs[run] = (date, path)
-    return runs
+                runs.setdefault(run, []).append((base[: -len(run) - 1], path))
+    out = {}
+    for run, v in runs.items():
+        # the same day: a run of one program after the whole run
+        v.sort(key=lambda x: (x[0], "+" in os.path.basename(x[1])))
+        full = [i for i, (_, p) in enumerate(v) if "+" not in os.path.basename(p)]
+        out[run] = v[full[-1]:] if full else v
+    return out
 
 
 def fmt(v, unit=""):
@@ -262,7 +315,8 @@ def cell(d, b, mode, n, metric):
         return f"ENOMEM at {f:,.0f}" if f is not None else "–"
     s = d.get((b, mode, n, metric + "_spread"))
     pct = metric in ("overhead_pct", "own_pct") or metric in FLOOR_METRICS.values()
-    unit = "%" if pct else ("x" if metric.startswith("speedup") else "")
+    unit = "%" if pct else ("x" if metric.startswith("speedup") or metric in
+                            ("vs_1_thread", "vs_floor") else "")
     spread = "pp" if pct else "%"
     return fmt(v, unit) + (f" (±{s / 2:.0f}{spread})" if s is not None else "")
 
@@ -423,6 +477,24 @@ def targets(d, run="host"):
         out.append(("mlock: 2000 guards cost ≤ 2.5x the time of 1000", f"{r:.2f}x", r <= 2.5))
     elif ("mlock", "libguard-fallback", 1000, "unsupported") in d:
         out.append(("mlock: 2000 guards cost ≤ 2.5x the time of 1000", "unsupported", None))
+    # issue 37, item 7: threads, each on its own memory: the total rate at
+    # 2 and 8 threads over one thread's (no target: the kernel's floor is
+    # the comparison)
+    for mode in ("native", "libguard-native", "mprotect", "libguard-fallback"):
+        if ("threads", mode, 1, "unsupported") in d:
+            out.append((f"(context) threads: {mode}, calls/s at 1 thread; at 2 / 8 threads "
+                        "vs 1", "unsupported", None))
+            continue
+        one = d.get(("threads", mode, 1, "calls_per_s"))
+        if one is None:
+            continue
+        txt = f"{fmt(one)}/s; " + " / ".join(cell(d, "threads", mode, n, "vs_1_thread")
+                                            for n in THREADS_N[1:])
+        cpus = [d.get(("threads", mode, n, "cpus")) for n in THREADS_N]
+        if None not in cpus:
+            txt += " (CPUs the process had: " + " / ".join(f"{c:.2f}" for c in cpus) + ")"
+        out.append((f"(context) threads: {mode}, calls/s at 1 thread; at 2 / 8 threads vs 1",
+                    txt, None))
     # 7: libguard-audit.so within 2% of a null audit module (issue 19)
     name = "audit-exec: libguard-audit within 2% of the null audit module (median exec time)"
     got = [(b[len("audit-exec-"):], d.get((b, "libguard-audit", 0, "vs_null-audit_pct")))
@@ -512,21 +584,30 @@ def report(results):
     runs = latest_runs(results)
     if not runs:
         sys.exit(f"report.py: no results CSV in {results}")
-    data = {run: load(path) for run, (date, path) in runs.items()}
+    data, used, dates = {}, {}, {}
+    for run, csvs in runs.items():
+        data[run], used[run] = load([path for _, path in csvs])
+        dates[run] = {path: date for date, path in csvs}
     gnuplot = shutil.which("gnuplot")
     pngs = {}
-    for run, (date, path) in runs.items():
+    for run in runs:
+        # the plots are of scaling: named for the date of its CSV
+        date = next((dates[run][p] for p, bs in used[run].items() if "scaling" in bs),
+                    runs[run][-1][0])
         pngs[run] = plots(run, date, data[run], results, gnuplot) if gnuplot else []
     order = [r for r in RUNS if r in runs]
     out = ["# Benchmark results", "",
            "Generated by `bench/report.py` from " +
-           ", ".join(f"[`{os.path.basename(runs[r][1])}`]({os.path.basename(runs[r][1])})"
-                     for r in order) + ".", ""]
+           ", ".join(f"[`{os.path.basename(p)}`]({os.path.basename(p)})"
+                     for r in order for p in sorted(used[r])) + ".", ""]
     for r in order:
-        meta = runs[r][1][:-4] + ".meta"
-        if os.path.exists(meta):
-            with open(meta) as f:
-                out.append(f"* **{r}**: " + "; ".join(l.strip() for l in f if l.strip()))
+        for p in sorted(used[r]):
+            meta = p[:-4] + ".meta"
+            if os.path.exists(meta):
+                with open(meta) as f:
+                    what = "; ".join(l.strip() for l in f if l.strip())
+                part = f" ({', '.join(used[r][p])})" if "+" in os.path.basename(p) else ""
+                out.append(f"* **{r}**{part}: {what}")
     out += ["", "Every cell is the median of ≥ 5 interleaved repetitions, ± half the "
             "interquartile range (the CSVs also have the min–max `_range`); ratios are taken repetition by repetition between modes that "
             "ran side by side. Under TCG (vm-*) absolute times mean nothing; ratios show the "
@@ -573,12 +654,17 @@ def report(results):
                 out.append(f"![{p}]({p})")
     for r in order:
         d = data[r]
-        out += ["", f"## {r} ({runs[r][0]})", ""]
+        full = [p for p in sorted(used[r]) if "+" not in os.path.basename(p)]
+        parts = [p for p in sorted(used[r]) if "+" in os.path.basename(p)]
+        out += ["", f"## {r} (" + "; ".join(
+            [dates[r][p] for p in full] +
+            [f"{', '.join(used[r][p])}: {dates[r][p]}" for p in parts]) + ")", ""]
         for b in ORDER:
             keys = [k for k in d if k[0] == b]
             if not keys:
                 continue
             metric = next((k[3] for k in keys if k[3] in TIME_METRICS), None)
+            metric = metric or next((k[3] for k in keys if k[3] in RATE_METRICS), None)
             ns = sorted({k[2] for k in keys})
             modes = [m for m in MODES if any(k[1] == m for k in keys)]
             bases = BASELINE.get(b, [])
@@ -586,6 +672,9 @@ def report(results):
             head += [f"speedup vs {x}" for x in bases]
             if b in OVERHEAD_RAW:
                 head.append("overhead vs raw")
+            if b == "threads":
+                head += ["vs 1 thread", "vs the raw pair", "CPUs the process had",
+                         "calls per CPU-second"]
             if b in AUDIT_EXEC:
                 head.append("CPU us (median ± IQR/2)")
                 head += [f"vs {x}: time / CPU" for x in AUDIT_BASES]
@@ -602,6 +691,11 @@ def report(results):
                     if b in OVERHEAD_RAW:
                         row.append(cell(d, b, m, n, "overhead_pct")
                                    if m in ("libguard-native", "libguard-look") else "")
+                    if b == "threads":
+                        row.append("" if n == 1 else cell(d, b, m, n, "vs_1_thread"))
+                        row.append(cell(d, b, m, n, "vs_floor") if m in THREADS_FLOOR else "")
+                        row.append(cell(d, b, m, n, "cpus"))
+                        row.append(cell(d, b, m, n, "calls_per_cpu_s"))
                     if b in AUDIT_EXEC:
                         row.append(cell(d, b, m, n, "cpu_us_per_exec"))
                         for x in AUDIT_BASES:
