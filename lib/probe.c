@@ -129,12 +129,13 @@ static bool process_madvise_guard(void)
  * MADV_POPULATE_READ (madvise() again, which every such layer lets
  * through: a real guard gives EFAULT, an emulator or a filter 0), then,
  * if that is refused, pread(2) of /proc/self/maps into the page (calls
- * the fallback makes anyway). 1: it faults; 0: it does not (no native
+ * the fallback makes anyway; only into a writable page, where EFAULT can
+ * mean nothing but the guard). 1: it faults; 0: it does not (no native
  * guards); -1: neither check could be made (say, a filter that also
  * refuses both), and the kernel's word is taken. Cost, once a process:
  * one madvise() where the guard is real; see libguard(7).
  */
-static int guard_blocks(char *page)
+static int guard_blocks(char *page, bool writable)
 {
 	int ret = lg_madvise(page, lg_page_size(), MADV_POPULATE_READ);
 	ssize_t n;
@@ -144,6 +145,8 @@ static int guard_blocks(char *page)
 		return 1;
 	if (ret == 0)
 		return 0;
+	if (!writable)
+		return -1;
 	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -343,7 +346,7 @@ static unsigned int probe_caps(void)
 		seen = seen ? seen : ro;
 
 	/* One layer acknowledges guard advice for every kind of memory alike. */
-	if (seen && !guard_blocks(seen)) {
+	if (seen && !guard_blocks(seen, seen == anon || seen == shm)) {
 		caps = 0;
 		seen = NULL;
 	}
@@ -352,7 +355,8 @@ static unsigned int probe_caps(void)
 		caps |= GUARD_CAP_PAGEMAP;
 	if (seen && pagemap_scan_guard(seen))
 		caps |= GUARD_CAP_PAGEMAP_SCAN;
-	if ((caps & GUARD_CAP_NATIVE_MASK) && !sandboxed && !lg_vg_running() && process_madvise_guard())
+	if ((caps & GUARD_CAP_NATIVE_MASK) && !sandboxed && !lg_vg_running() &&
+	    process_madvise_guard())
 		caps |= GUARD_CAP_PROCESS_MADVISE;
 
 	for (char **m = (char *[]){ anon, shm, file, ro }, **e = m + 4; m < e; m++)

@@ -131,8 +131,8 @@ bool lg_proc_lost_locked(enum lg_proc which, int fd)
 	return lost_locked(which, fd);
 }
 
-/* Called in the child of fork(), with lg_lock() held, one thread running. */
 /*
+ * Called in the child of fork(), with lg_lock() held, one thread running.
  * The child's copies of the parent's descriptors name the parent's mm:
  * forgotten, and closed where the number is still ours. The program may
  * have put a file of its own there (dup2() over it): that one the child
