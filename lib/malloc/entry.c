@@ -321,7 +321,12 @@ static bool pow2(size_t a)
 	return a && !(a & (a - 1));
 }
 
-GM_EXPORT void *memalign(size_t align, size_t size)
+/*
+ * memalign() and aligned_alloc(): the pool where sampled, the bootstrap
+ * arena before dlsym() has answered, else the next allocator's
+ * aligned_alloc() (if asked and it has one) or its memalign().
+ */
+static void *aligned(size_t align, size_t size, bool c11)
 {
 	void *p;
 
@@ -330,7 +335,14 @@ GM_EXPORT void *memalign(size_t align, size_t size)
 		return p;
 	if (GM_UNLIKELY(!gm_next.malloc))
 		return pow2(align) ? arena_alloc(size, align) : NULL;
+	if (c11 && gm_next.aligned_alloc)
+		return gm_next.aligned_alloc(align, size);
 	return next_memalign(align, size);
+}
+
+GM_EXPORT void *memalign(size_t align, size_t size)
+{
+	return aligned(align, size, false);
 }
 
 GM_EXPORT int posix_memalign(void **out, size_t align, size_t size)
@@ -358,16 +370,7 @@ GM_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 
 GM_EXPORT void *aligned_alloc(size_t align, size_t size)
 {
-	void *p;
-
-	gm_init();
-	if (pow2(align) && (p = sampled(size, align)))
-		return p;
-	if (GM_UNLIKELY(!gm_next.malloc))
-		return pow2(align) ? arena_alloc(size, align) : NULL;
-	if (!gm_next.aligned_alloc)
-		return next_memalign(align, size);
-	return gm_next.aligned_alloc(align, size);
+	return aligned(align, size, true);
 }
 
 GM_EXPORT void *valloc(size_t size)
