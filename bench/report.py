@@ -44,8 +44,12 @@ The CSV has one row per summary, columns benchmark,mode,n,metric,value,unit:
   vs_<base>_pct, cpu_vs_<base>_pct
                     for audit-exec-*: median exec time (wall, CPU) of the
                     mode over that of the base mode, - 1, in %
+  <metric>_vs_glibc_pct
+                    for malloc-mix and malloc-python (issue 38): each mode's
+                    ms_per_run, cpu_ms_per_run and maxrss_kb over glibc's in
+                    the same repetition, - 1, in %; its spread in points
 plus the single values (vmas, vmas_process, failed_at_n, failed_errno,
-unsupported) as they are.
+unsupported, and bench-malloc's live_reached, guarded, rss_kb, ...) as they are.
 """
 import collections
 import csv
@@ -61,7 +65,8 @@ RUNS = ["host", "vm-patched", "vm-stock"]
 MODES = ["native", "native-batched", "mprotect", "mprotect-checked", "libguard-native",
          "libguard-look", "libguard-fallback", "glibc-default", "no-audit", "null-audit",
          "null-audit-libc", "libguard-audit", "newest-first", "oldest-first", "random",
-         "munmap-random", "libguard", "procmap-per-guard"]
+         "munmap-random", "libguard", "procmap-per-guard", "glibc", "libguard-sample0",
+         "libguard-alt", "efence", "duma", "gwp-asan", "scudo"]
 # The mode every other mode of a benchmark is compared with.
 BASELINE = {
     "scaling": ["mprotect"],
@@ -73,7 +78,11 @@ BASELINE = {
     "arena-setup": ["libguard-fallback"], "arena-ops": ["libguard-fallback"],
     "fallback-install-1p": ["mprotect"], "fallback-remove-1p": ["mprotect"],
     "fallback-install-4p": ["mprotect"], "fallback-remove-4p": ["mprotect"],
+    "malloc-pairs": ["efence", "duma", "gwp-asan"], "malloc-live": ["efence", "duma", "gwp-asan"],
 }
+# bench-malloc (issue 38 item 6): sampled mode against glibc, paired per repetition
+MALLOC_SAMPLED = ["malloc-mix", "malloc-python"]
+MALLOC_PAIRED_METRICS = ("ms_per_run", "cpu_ms_per_run", "maxrss_kb")
 FALLBACK_BENCHES = ["fallback-install-1p", "fallback-remove-1p", "fallback-install-4p",
                     "fallback-remove-4p"]
 # bench-overhead's cases (bench/overhead.c), in order; the raw call each is measured against.
@@ -98,12 +107,13 @@ ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "c
          "stacks", "stacks-free", "files", "arena-setup", "arena-ops"] + OVERHEAD + [
          "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
          "fallback-query", "fallback-query-1vma", "mlock", "threads", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
-         "audit-vmas"]
+         "audit-vmas", "malloc-mix", "malloc-python", "malloc-pairs", "malloc-live",
+         "malloc-quarantine", "malloc-corpus"]
 # bench-audit-exec (issue 19): its programs, and the modes each mode is compared with
 AUDIT_EXEC = ["audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3"]
 AUDIT_BASES = ["no-audit", "null-audit", "null-audit-libc"]
 TIME_METRICS = ("ns_per_guard", "ns_per_op", "ns_per_thread", "ns_per_map", "us_per_exec",
-                "ns_per_free")
+                "ns_per_free", "ms_per_run", "ns_per_pair", "ns_per_malloc")
 # rates (higher is better): shown where a benchmark has no time metric
 RATE_METRICS = ("calls_per_s",)
 # bench-threads (issue 37, item 7): each library mode and the raw pair it wraps
@@ -234,6 +244,17 @@ def summarize(raw_path, csv_path):
             if base != mode and bk in samples and statistics.median(samples[bk].values()):
                 v = statistics.median(reps.values()) / statistics.median(samples[bk].values())
                 rows.append((b, mode, n, f"{pre}vs_{base}_pct", (v - 1) * 100, "%"))
+
+    # bench-malloc: sampled mode and the floor against glibc, repetition by repetition
+    for (b, mode, n, metric), reps in samples.items():
+        if b not in MALLOC_SAMPLED or metric not in MALLOC_PAIRED_METRICS or mode == "glibc":
+            continue
+        bk = samples.get((b, "glibc", n, metric))
+        if not bk:
+            continue
+        o = [(reps[i] / bk[i] - 1) * 100 for i in sorted(set(reps) & set(bk)) if bk[i] > 0]
+        if o:
+            rows.extend(pct_rows(b, mode, n, metric + "_vs_glibc_pct", o))
 
     def sort_key(r):
         b = ORDER.index(r[0]) if r[0] in ORDER else len(ORDER)
@@ -528,6 +549,59 @@ def targets(d, run="host"):
         if all(x is not None for x in v.values()):
             out.append(("(context) audit-vmas: VMAs of cat /proc/self/maps, "
                         + " / ".join(v), " / ".join(f"{x:.0f}" for x in v.values()), None))
+    out.extend(malloc_targets(d))
+    return out
+
+
+def malloc_targets(d):
+    """bench-malloc (issue 38 item 6): the guarded heap's targets."""
+    out = []
+    for b, what in (("malloc-mix", "a 4-thread malloc/free/realloc workload"),
+                    ("malloc-python", "python3 bench/malloc-python.py")):
+        t, r = (d.get((b, "libguard", 0, m + "_vs_glibc_pct")) for m in ("ms_per_run", "maxrss_kb"))
+        if t is None or r is None:
+            continue
+        ts, rs = (d.get((b, "libguard", 0, m + "_vs_glibc_pct_spread"), 0) / 2
+                  for m in ("ms_per_run", "maxrss_kb"))
+        floor = d.get((b, "libguard-sample0", 0, "ms_per_run_vs_glibc_pct"))
+        alt = d.get((b, "libguard-alt", 0, "ms_per_run_vs_glibc_pct"))
+        rate = d.get((b, "libguard-alt", 0, "sample_rate"))
+        txt = f"time {t:+.1f}% (±{ts:.1f}pp), RSS {r:+.1f}% (±{rs:.1f}pp)"
+        if floor is not None:
+            txt += f"; floor (sample=0) {floor:+.1f}%"
+        if alt is not None and rate:
+            txt += f"; sample={rate:.0f}: {alt:+.1f}%"
+        out.append((f"malloc: sampled (default 1 in 5000) within 2% of glibc, time and RSS: {what}",
+                    txt, t <= 2 and r <= 2))
+        cpu = d.get((b, "libguard", 0, "cpu_ms_per_run_vs_glibc_pct"))
+        if cpu is not None:
+            out.append((f"(context) malloc: sampled, CPU time vs glibc: {what}", f"{cpu:+.1f}%", None))
+    ns = sorted(n for (b, m, n, met) in d if b == "malloc-live" and m == "libguard" and met == "live_reached")
+    if ns:
+        n = ns[-1]
+        got = d[("malloc-live", "libguard", n, "live_reached")]
+        others = []
+        for m in ("libguard-fallback", "efence", "duma", "gwp-asan"):
+            v = d.get(("malloc-live", m, n, "live_reached"))
+            if v is not None:
+                g = d.get(("malloc-live", m, n, "guarded"))
+                others.append(f"{m} {v:,.0f}" + (f" ({g:,.0f} guarded)" if g is not None else "")
+                              + (" (died)" if ("malloc-live", m, n, "failed_at_n") in d else ""))
+        vm = d.get(("malloc-live", "libguard", n, "vmas_process"))
+        out.append(("malloc: mode=all, live allocations at vm.max_map_count 65,530 ≥ 1,000,000",
+                    f"{got:,.0f} of {n:,} asked, {vm:,.0f} VMAs in the process; " + ", ".join(others),
+                    got >= 1000000))
+    for m in ("libguard", "libguard-fallback"):
+        keys = [k for k in d if k[0] == "malloc-quarantine" and k[1] == m and k[3] == "quarantined"]
+        if not keys:
+            continue
+        n = keys[0][2]
+        q, v, pool, meta = (d.get(("malloc-quarantine", m, n, x)) for x in
+                            ("quarantined", "vmas", "rss_pool_kb", "rss_metadata_kb"))
+        out.append((f"malloc: {m}, {n:,} freed slots in quarantine: RSS beyond metadata ~0, ≤ 10 VMAs",
+                    f"{q:,.0f} in quarantine; pool RSS {pool:,.0f} KiB, metadata {meta / 1024:,.1f} MiB "
+                    f"({meta * 1024 / max(q, 1):.0f} B a slot), pool VMAs {v:,.0f}",
+                    pool <= 1024 and v <= 10))
     return out
 
 
@@ -675,6 +749,10 @@ def report(results):
             if b == "threads":
                 head += ["vs 1 thread", "vs the raw pair", "CPUs the process had",
                          "calls per CPU-second"]
+            if b in MALLOC_SAMPLED:
+                head += ["time vs glibc", "CPU vs glibc", "max RSS KiB", "max RSS vs glibc"]
+            if b in ("malloc-live", "malloc-pairs"):
+                head += ["live reached (guarded)", "RSS KiB"]
             if b in AUDIT_EXEC:
                 head.append("CPU us (median ± IQR/2)")
                 head += [f"vs {x}: time / CPU" for x in AUDIT_BASES]
@@ -696,6 +774,19 @@ def report(results):
                         row.append(cell(d, b, m, n, "vs_floor") if m in THREADS_FLOOR else "")
                         row.append(cell(d, b, m, n, "cpus"))
                         row.append(cell(d, b, m, n, "calls_per_cpu_s"))
+                    if b in MALLOC_SAMPLED:
+                        for met in ("ms_per_run", "cpu_ms_per_run"):
+                            v = d.get((b, m, n, met + "_vs_glibc_pct"))
+                            row.append("" if v is None else f"{v:+.1f}%")
+                        row.append(cell(d, b, m, n, "maxrss_kb"))
+                        v = d.get((b, m, n, "maxrss_kb_vs_glibc_pct"))
+                        row.append("" if v is None else f"{v:+.1f}%")
+                    if b in ("malloc-live", "malloc-pairs"):
+                        v, g = d.get((b, m, n, "live_reached")), d.get((b, m, n, "guarded"))
+                        row.append("" if v is None else fmt(v) + (f" ({fmt(g)})" if g is not None else "")
+                                   + (" died" if (b, m, n, "failed_at_n") in d else ""))
+                        v = d.get((b, m, n, "rss_kb"), d.get((b, m, n, "maxrss_kb")))
+                        row.append("" if v is None else fmt(v))
                     if b in AUDIT_EXEC:
                         row.append(cell(d, b, m, n, "cpu_us_per_exec"))
                         for x in AUDIT_BASES:
