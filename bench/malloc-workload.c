@@ -11,7 +11,7 @@
  *                                a live set of LIVE slots: an empty slot gets
  *                                malloc() of a mixed size (16 B .. 64 KiB),
  *                                a full one realloc() (1 in 8) or free();
- *                                every object is written
+ *                                every object is written; counts its calls
  *   fill SHM N SIZE              N live malloc(SIZE), each written, then all
  *                                freed; counts as it goes
  *   pairs SHM K SIZE LIVE        LIVE live objects, then K times: free the
@@ -76,6 +76,7 @@ static void touch(char *p, size_t size)
 struct mix_arg {
 	long ops, live;
 	uint64_t seed;
+	long calls;	/* malloc, realloc and free calls made */
 };
 
 static void *mix_thread(void *a)
@@ -97,6 +98,7 @@ static void *mix_thread(void *a)
 			if (!slot[k])
 				abort();
 			touch(slot[k], size[k]);
+			m->calls++;
 		} else if ((r >> 40) % 8 == 0) {
 			size_t n = mixed_size(&s);
 			char *q = realloc(slot[k], n);
@@ -106,17 +108,23 @@ static void *mix_thread(void *a)
 			slot[k] = q;
 			size[k] = n;
 			q[n - 1] = 2;
+			m->calls++;
 		} else {
 			free(slot[k]);
 			slot[k] = NULL;
+			m->calls++;
 		}
 	}
+	for (long k = 0; k < m->live; k++)
+		m->calls += slot[k] != NULL;
 	for (long k = 0; k < m->live; k++)
 		free(slot[k]);
 	free(slot);
 	free(size);
 	return NULL;
 }
+
+static void stats(void);
 
 static int mix(long threads, long ops, long live)
 {
@@ -126,12 +134,17 @@ static int mix(long threads, long ops, long live)
 	if (threads < 1 || threads > 64)
 		return 2;
 	for (long i = 0; i < threads; i++) {
-		a[i] = (struct mix_arg){ ops, live, 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) };
+		a[i] = (struct mix_arg){ ops, live, 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1), 0 };
 		if (pthread_create(&t[i], NULL, mix_thread, &a[i]))
 			return 1;
 	}
-	for (long i = 0; i < threads; i++)
+	shm->reached = 0;
+	for (long i = 0; i < threads; i++) {
 		pthread_join(t[i], NULL);
+		shm->reached += a[i].calls;
+	}
+	stats();
+	shm->done = 1;
 	return 0;
 }
 

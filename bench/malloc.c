@@ -14,7 +14,9 @@
  *                       libguard-sample0 (sample=0: nothing guarded, the
  *                       cost of being in the path alone: the floor), and
  *                       libguard-alt, a candidate rate: sample=20000, or
- *                       LIBGUARD_BENCH_SAMPLE_ALT; ms per run, CPU ms, max RSS
+ *                       LIBGUARD_BENCH_SAMPLE_ALT; ms per run, CPU ms, max
+ *                       RSS; and for malloc-mix libguard-sample200, for
+ *                       the cost of one sample (us_per_sample)
  *   malloc-python       /usr/bin/python3 bench/malloc-python.py, same modes
  *   malloc-live         mode=all: N live 16-byte objects (n = the N asked):
  *                       libguard, libguard-fallback, efence, duma, gwp-asan
@@ -22,8 +24,10 @@
  *                       failed_signal, vmas, rss_kb, ns_per_malloc, guarded
  *   malloc-pairs        mode=all: 1000 live objects, then malloc/free pairs:
  *                       glibc, libguard, libguard-fallback, efence, duma,
- *                       gwp-asan, scudo (GWP-ASan off: gwp-asan's floor);
- *                       ns_per_pair, vmas, rss_kb
+ *                       gwp-asan, scudo (GWP-ASan off: gwp-asan's floor),
+ *                       and libguard-sample0 (nothing guarded: what the
+ *                       module adds to a pair it passes on); ns_per_pair,
+ *                       vmas, rss_kb
  *   malloc-quarantine   mode=all: N mallocs in batches of 1000, each batch
  *                       freed: N freed slots in quarantine; VMAs, the RSS
  *                       growth, the pool's own RSS, the rest (metadata),
@@ -56,9 +60,10 @@
 
 extern char **environ;
 
-enum alloc { GLIBC, LG, LG_FB, LG_OFF, LG_ALT, EFENCE, DUMA, GWP, SCUDO };
+enum alloc { GLIBC, LG, LG_FB, LG_OFF, LG_ALT, LG_DENSE, EFENCE, DUMA, GWP, SCUDO, NALLOC };
 static const char *const names[] = { "glibc", "libguard", "libguard-fallback", "libguard-sample0",
-				     "libguard-alt", "efence", "duma", "gwp-asan", "scudo" };
+				     "libguard-alt", "libguard-sample200", "efence", "duma", "gwp-asan",
+				     "scudo" };
 
 struct result {
 	int status;		/* from wait4() */
@@ -70,7 +75,7 @@ struct result {
 static const char *lib_of(enum alloc a)
 {
 	switch (a) {
-	case LG: case LG_FB: case LG_OFF: case LG_ALT: return BENCH_GUARD_MALLOC;
+	case LG: case LG_FB: case LG_OFF: case LG_ALT: case LG_DENSE: return BENCH_GUARD_MALLOC;
 	case EFENCE: return getenv("LIBGUARD_BENCH_EFENCE");
 	case DUMA: return getenv("LIBGUARD_BENCH_DUMA");
 	case GWP: case SCUDO: return getenv("LIBGUARD_BENCH_SCUDO");
@@ -123,7 +128,7 @@ static void run(enum alloc a, const char *lgopt, const char *scudo, char *const 
 	}
 	if (a == LG_FB)
 		env[n++] = "LIBGUARD_FORCE_FALLBACK=1";
-	if (lgopt && (a == LG || a == LG_FB || a == LG_OFF || a == LG_ALT)) {
+	if (lgopt && (a == LG || a == LG_FB || a == LG_OFF || a == LG_ALT || a == LG_DENSE)) {
 		snprintf(buf[1], sizeof(buf[1]), "LIBGUARD_MALLOC=%s", lgopt);
 		env[n++] = buf[1];
 	}
@@ -177,32 +182,52 @@ static int sig_or_status(const struct result *r)
 	return WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 256 + WEXITSTATUS(r->status);
 }
 
-/* The time benchmarks on sampled mode: every mode once per repetition. */
-static void sampled(const char *bench, char *const argv[], const struct bench_opts *o)
+/*
+ * The time benchmarks on sampled mode: every mode once per repetition.
+ * With dense (malloc-mix, whose child counts its calls and reads the
+ * module's numbers), also sample=200: its CPU time over sample=0's, per
+ * guarded allocation, is what one sample costs (us_per_sample), measured
+ * where it is most of the run rather than 0.02% of it; and the calls of a
+ * run (calls_per_run) turn it into the cost of any rate.
+ */
+static void sampled(const char *bench, char *const argv[], const struct bench_opts *o, bool dense)
 {
-	enum alloc modes[] = { GLIBC, LG, LG_FB, LG_OFF, LG_ALT };
-	int nm = 5, reps = o->quick || o->reps >= 15 ? o->reps : 15;
+	enum alloc modes[] = { GLIBC, LG, LG_FB, LG_OFF, LG_ALT, LG_DENSE };
+	int nm = dense ? 6 : 5, reps = o->quick || o->reps >= 15 ? o->reps : 15;
 	char alt[64];
 
 	snprintf(alt, sizeof(alt), "sample=%s", getenv("LIBGUARD_BENCH_SAMPLE_ALT") ?: "20000");
 	bench_emit(bench, names[LG_ALT], 0, "sample_rate", 0, atof(alt + 7), "1-in");
-	for (int rep = 1; rep <= reps; rep++)
+	for (int rep = 1; rep <= reps; rep++) {
+		struct result r[NALLOC];
+
 		for (int k = 0; k < nm; k++) {
 			enum alloc a = modes[bench_order(rep, k, nm)];
-			struct result r;
 
 			if (!available(a))
 				continue;
-			run(a, a == LG_ALT ? alt : a == LG_OFF ? "sample=0" : NULL, NULL, argv, NULL, &r);
-			if (!ok(&r)) {
+			run(a, a == LG_ALT ? alt : a == LG_OFF ? "sample=0" : a == LG_DENSE ? "sample=200" : NULL,
+			    NULL, argv, NULL, &r[a]);
+			if (!ok(&r[a])) {
 				fprintf(stderr, "bench-malloc: %s under %s: status %d\n", bench, names[a],
-					sig_or_status(&r));
+					sig_or_status(&r[a]));
 				exit(1);
 			}
-			bench_emit(bench, names[a], 0, "ms_per_run", rep, r.wall_ms, "ms");
-			bench_emit(bench, names[a], 0, "cpu_ms_per_run", rep, r.cpu_ms, "ms");
-			bench_emit(bench, names[a], 0, "maxrss_kb", rep, (double)r.maxrss_kb, "KiB");
+			bench_emit(bench, names[a], 0, "ms_per_run", rep, r[a].wall_ms, "ms");
+			bench_emit(bench, names[a], 0, "cpu_ms_per_run", rep, r[a].cpu_ms, "ms");
+			bench_emit(bench, names[a], 0, "maxrss_kb", rep, (double)r[a].maxrss_kb, "KiB");
+			if (dense && a != GLIBC && r[a].shm.guarded >= 0)
+				bench_emit(bench, names[a], 0, "guarded_per_run", rep, (double)r[a].shm.guarded,
+					   "count");
 		}
+		if (dense && rep == 1)
+			bench_emit(bench, names[GLIBC], 0, "calls_per_run", 0, (double)r[GLIBC].shm.reached,
+				   "count");
+		if (dense && r[LG_DENSE].shm.guarded > 0)
+			bench_emit(bench, names[LG_DENSE], 0, "us_per_sample", rep,
+				   (r[LG_DENSE].cpu_ms - r[LG_OFF].cpu_ms) * 1e3 / (double)r[LG_DENSE].shm.guarded,
+				   "us");
+	}
 }
 
 static void unsupported_missing(const char *bench, const enum alloc *modes, int nm, long n)
@@ -281,8 +306,8 @@ static void live(long n, int reps)
 
 static void pairs(long k, const struct bench_opts *o)
 {
-	enum alloc modes[] = { GLIBC, LG, LG_FB, EFENCE, DUMA, GWP, SCUDO };
-	int nm = 7;
+	enum alloc modes[] = { GLIBC, LG_OFF, LG, LG_FB, EFENCE, DUMA, GWP, SCUDO };
+	int nm = 8;
 	const long live_n = 1000;
 	char sk[24], sl[24], *argv[] = { BENCH_MALLOC_WORKLOAD, "pairs", "SHM", sk, "16", sl, NULL };
 
@@ -296,7 +321,8 @@ static void pairs(long k, const struct bench_opts *o)
 
 			if (!available(a))
 				continue;
-			run(a, all_opts(live_n), a == SCUDO ? "GWP_ASAN_Enabled=false" : gwp_opts(2 * live_n),
+			run(a, a == LG_OFF ? "sample=0" : all_opts(live_n),
+			    a == SCUDO ? "GWP_ASAN_Enabled=false" : gwp_opts(2 * live_n),
 			    argv, NULL, &r);
 			if (!ok(&r) || !r.shm.done) {
 				if (rep == 1) {
@@ -445,9 +471,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(ops, sizeof(ops), "%ld", o.quick ? 500000L : 4000000L);
 	if (!o.only || !strcmp(o.only, "malloc-mix"))
-		sampled("malloc-mix", mix, &o);
+		sampled("malloc-mix", mix, &o, true);
 	if ((!o.only || !strcmp(o.only, "malloc-python")) && !access(py[0], X_OK))
-		sampled("malloc-python", py, &o);
+		sampled("malloc-python", py, &o, false);
 	if (!o.only || !strcmp(o.only, "malloc-pairs"))
 		pairs(o.quick ? 10000 : 50000, &o);
 	if (!o.only || !strcmp(o.only, "malloc-live")) {

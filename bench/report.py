@@ -66,7 +66,7 @@ MODES = ["native", "native-batched", "mprotect", "mprotect-checked", "libguard-n
          "libguard-look", "libguard-fallback", "glibc-default", "no-audit", "null-audit",
          "null-audit-libc", "libguard-audit", "newest-first", "oldest-first", "random",
          "munmap-random", "libguard", "procmap-per-guard", "glibc", "libguard-sample0",
-         "libguard-alt", "efence", "duma", "gwp-asan", "scudo"]
+         "libguard-alt", "libguard-sample200", "efence", "duma", "gwp-asan", "scudo"]
 # The mode every other mode of a benchmark is compared with.
 BASELINE = {
     "scaling": ["mprotect"],
@@ -576,6 +576,27 @@ def malloc_targets(d):
         cpu = d.get((b, "libguard", 0, "cpu_ms_per_run_vs_glibc_pct"))
         if cpu is not None:
             out.append((f"(context) malloc: sampled, CPU time vs glibc: {what}", f"{cpu:+.1f}%", None))
+    # The same target from its parts, each measured where it is most of what
+    # is timed: one sample's cost (sample=200 against sample=0, per guarded
+    # allocation) and the module's cost per call passed on (malloc-pairs:
+    # sample=0 against glibc, single-threaded), times their counts in a
+    # malloc-mix run, over glibc's CPU time for that run.
+    cpu = d.get(("malloc-mix", "glibc", 0, "cpu_ms_per_run"))
+    calls = d.get(("malloc-mix", "glibc", 0, "calls_per_run"))
+    c = d.get(("malloc-mix", "libguard-sample200", 0, "us_per_sample"))
+    g = d.get(("malloc-mix", "libguard", 0, "guarded_per_run"))
+    p0, p1 = (d.get(("malloc-pairs", m, 1000, "ns_per_pair")) for m in ("glibc", "libguard-sample0"))
+    if cpu and calls and c and g and p0 and p1:
+        floor_ns = (p1 - p0) / 2
+        floor = calls * floor_ns / 1e6 / cpu * 100
+        samp = g * c / 1e3 / cpu * 100
+        txt = (f"one sample {c:.1f} us, {g:,.0f} samples a run at 1 in 5000: {samp:.1f}%; the module "
+               f"on a call it passes on {floor_ns:+.1f} ns, {calls:,.0f} calls: {floor:+.1f}%; "
+               f"total {floor + samp:+.1f}%")
+        if floor < 2:
+            rate = 5000 * samp / (2 - floor)
+            txt += f"; within 2% from 1 in {rate:,.0f} (rarer)"
+        out.append(("(context) malloc: malloc-mix's sampled cost from its parts (CPU)", txt, None))
     ns = sorted(n for (b, m, n, met) in d if b == "malloc-live" and m == "libguard" and met == "live_reached")
     if ns:
         n = ns[-1]
