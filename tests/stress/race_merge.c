@@ -37,7 +37,7 @@
  * The window is a few instructions long on a kernel that sets the flag late.
  * A debug kernel built with CONFIG_DEBUG_VM_STICKY_MERGE_DELAY widens it: a
  * merge whose VMA gains sticky flags sleeps for
- * /sys/kernel/debug/sticky_merge_delay_us right after publishing the range,
+ * /sys/kernel/debug/mm/sticky_merge_delay_us right after publishing the range,
  * which --setup-sysfs sets to --delay-us. A kernel that sets the flag first
  * loses nothing, delay or not.
  *
@@ -73,7 +73,7 @@
 #define MAX_UNITS 16
 #define MAX_GUARDS 8		/* guard pages per cycle */
 #define MAX_REPORTS 5		/* lost guards described in full */
-#define DELAY_KNOB "/sys/kernel/debug/sticky_merge_delay_us"
+#define DELAY_KNOB "/sys/kernel/debug/mm/sticky_merge_delay_us"
 
 enum rtype { R_SHMEM, R_FILE, R_COUNT };
 static const char *const rtype_name[R_COUNT] = { "shmem", "file" };
