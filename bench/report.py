@@ -108,7 +108,7 @@ ORDER = ["scaling", "collateral-mmap", "collateral-fork", "collateral-fault", "c
          "fallback-install-1p", "fallback-remove-1p", "fallback-install-4p", "fallback-remove-4p",
          "fallback-query", "fallback-query-1vma", "mlock", "threads", "audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3",
          "audit-vmas", "malloc-mix", "malloc-python", "malloc-pairs", "malloc-live",
-         "malloc-quarantine", "malloc-corpus"]
+         "malloc-quarantine"]
 # bench-audit-exec (issue 19): its programs, and the modes each mode is compared with
 AUDIT_EXEC = ["audit-exec-ls", "audit-exec-bash", "audit-exec-perl", "audit-exec-python3"]
 AUDIT_BASES = ["no-audit", "null-audit", "null-audit-libc"]
@@ -571,8 +571,15 @@ def malloc_targets(d):
             txt += f"; floor (sample=0) {floor:+.1f}%"
         if alt is not None and rate:
             txt += f"; sample={rate:.0f}: {alt:+.1f}%"
+        met = t <= 2 and r <= 2
+        if max(ts, rs) > 2 and (r > 2 + rs or t > 2 + ts) is False:
+            # a shared machine's noise wider than the target: no verdict from it
+            met = None
+            txt += f" — not resolved: the noise (±{max(ts, rs):.1f}pp) is wider than 2%"
+        elif max(ts, rs) > 2:
+            txt += f" (noise ±{max(ts, rs):.1f}pp)"
         out.append((f"malloc: sampled (default 1 in 5000) within 2% of glibc, time and RSS: {what}",
-                    txt, t <= 2 and r <= 2))
+                    txt, met))
         cpu = d.get((b, "libguard", 0, "cpu_ms_per_run_vs_glibc_pct"))
         if cpu is not None:
             out.append((f"(context) malloc: sampled, CPU time vs glibc: {what}", f"{cpu:+.1f}%", None))
@@ -612,6 +619,13 @@ def malloc_targets(d):
         out.append(("malloc: mode=all, live allocations at vm.max_map_count 65,530 ≥ 1,000,000",
                     f"{got:,.0f} of {n:,} asked, {vm:,.0f} VMAs in the process; " + ", ".join(others),
                     got >= 1000000))
+    got = {m: (d.get(("malloc-corpus", m, 0, "found_always")), d.get(("malloc-corpus", m, 0, "programs")),
+               d.get(("malloc-corpus", m, 0, "fixed_clean"))) for m in ("libguard", "gwp-asan")}
+    if all(None not in v for v in got.values()):
+        out.append(("(context) malloc: the heap-bug corpus, programs found on every run "
+                    "(libguard: corpus-run's modes; gwp-asan: sample rate 1, 10 runs each); fixed twins clean",
+                    "; ".join(f"{m} {f:.0f} of {n:.0f}, {c:.0f} clean" for m, (f, n, c) in got.items()),
+                    None))
     for m in ("libguard", "libguard-fallback"):
         keys = [k for k in d if k[0] == "malloc-quarantine" and k[1] == m and k[3] == "quarantined"]
         if not keys:
