@@ -112,6 +112,8 @@ static int batch(const struct iovec *ranges, size_t count, unsigned int flags, s
 	int target = 0, ret = 0;
 
 	lg_runs_init(&before);
+	/* one copy of the maps file for the whole batch, where one is kept (vma_copy.c) */
+	lg_copy_batch = lg_vma_copy_batch_id();
 	use_kernel = use_kernel && count > 1 && (lg_caps() & GUARD_CAP_PROCESS_MADVISE) &&
 		     !lg_self_target(&target);
 	while (i < count) {
@@ -153,6 +155,7 @@ static int batch(const struct iovec *ranges, size_t count, unsigned int flags, s
 		i++;
 	}
 	lg_runs_free(&before);
+	lg_copy_batch = 0;
 	if (done)
 		*done = ret ? i : count;
 	return ret;

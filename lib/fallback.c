@@ -19,7 +19,10 @@
  *
  * Cost per call: one PROCMAP_QUERY per VMA of the range on the kept
  * /proc/self/maps (proc.c), O(log n) in the records, the mprotect() (and
- * for install the MADV_DONTNEED). All under lg_lock() (lock.c).
+ * for install the MADV_DONTNEED). All under lg_lock() (lock.c). Kernels
+ * without PROCMAP_QUERY: two system calls per recorded page in place of
+ * the query (weak_vma()), and the installs' VMAs from a copy of the maps
+ * file (vma_copy.c), read again when the program has changed its memory.
  */
 #include "internal.h"
 
@@ -44,9 +47,16 @@ static inline uintptr_t max_u(uintptr_t a, uintptr_t b)
 	return a > b ? a : b;
 }
 
-/* The file, kind and offset of r and v agree (v's protection not looked at). */
+/*
+ * The file, kind and offset of r and v agree (v's protection not looked
+ * at). Without PROCMAP_QUERY (lg_vma_weak()) objects are not checked: a
+ * record made from the copy of maps (vma_copy.c) may name an object that
+ * was out of date, and weak_vma() sees none.
+ */
 static LG_HOT bool same_object(const struct lg_rec *r, const struct lg_vma *v)
 {
+	if (lg_vma_weak())
+		return true;
 	return v->shared == r->shared && v->inode == r->inode && v->dev_major == r->dev_major &&
 	       v->dev_minor == r->dev_minor &&
 	       (!r->inode || v->pgoff - v->start == r->off - r->start);
@@ -130,6 +140,79 @@ static bool vma_holds(struct vma_check *c, const struct lg_rec *r)
 		c->run_hi = hi_holds(c->run_end, v);
 	}
 	return c->run_hi;
+}
+
+/*
+ * Kernels without PROCMAP_QUERY (lg_vma_weak()): what the VMA at at, in
+ * r, looks like to the checks above, from what the kernel answers a page
+ * at a time in O(1): where the memory is mapped (msync()) and whether it
+ * can be read (lg_page_readable()). A first part of [at, min(r->end,
+ * end)) that is not readable becomes a PROT_NONE VMA of r's object
+ * exactly that wide (r holds there); a readable one, a readable VMA (r is
+ * stale there); a hole is answered as lg_vma_at() answers one. Where r
+ * ended its piece strictly inside its VMA and the page beyond is mapped,
+ * not readable and not ours, the VMA may have grown past r (the caller
+ * made the memory around a guard PROT_NONE: the guard is the caller's
+ * now): the maps file says, at O(VMAs). Which mapping is there is not
+ * seen: an inaccessible mapping put in the place of a guard and no
+ * wider is taken for the guard, as libguard(7) says.
+ */
+/*
+ * Is the page at page_at, beyond a record's strict end, memory that may
+ * have merged with it (mapped, not readable, not a record of ours)?
+ */
+static bool beyond_suspect(uintptr_t page_at)
+{
+	const struct lg_rec *q = lg_rec_first_above(page_at);
+
+	if (q && q->start <= page_at)
+		return false;	/* a record of ours: the run goes on */
+	return !lg_range_mapped((void *)page_at, lg_page_size()) && lg_page_readable(page_at) == 0;
+}
+
+static int weak_vma(const struct lg_rec *r, uintptr_t at, uintptr_t end, struct lg_vma *v)
+{
+	size_t page = lg_page_size();
+	uintptr_t lim = min_u(r->end, end), x = at + page;
+	int readable;
+
+	if (lg_range_mapped((void *)at, page)) {
+		while (x < lim && lg_range_mapped((void *)x, page))
+			x += page;
+		if (x >= lim)
+			return 0;
+		*v = (struct lg_vma){ .start = x, .end = x + page, .prot = PROT_READ };
+		return 1;	/* mapped again at x: the caller asks there next */
+	}
+	readable = lg_page_readable(at);
+	if (readable < 0)
+		return lg_vma_at(at, v);	/* the maps file says, at O(VMAs) */
+	while (x < lim && !lg_range_mapped((void *)x, page) && lg_page_readable(x) == readable)
+		x += page;
+	if (readable) {
+		*v = (struct lg_vma){ .start = at, .end = x, .prot = PROT_READ };
+		return 1;
+	}
+	if ((at == r->start && !r->edge_lo && beyond_suspect(at - page)) ||
+	    (x == r->end && !r->edge_hi && beyond_suspect(x)))
+		return lg_vma_at(at, v);	/* the maps file says, at O(VMAs) */
+	*v = (struct lg_vma){
+		.start = at,
+		.end = x,
+		.prot = PROT_NONE,
+		.shared = r->shared,
+		.pgoff = r->inode ? r->off + (at - r->start) : 0,
+		.inode = r->inode,
+		.dev_major = r->dev_major,
+		.dev_minor = r->dev_minor,
+	};
+	return 1;
+}
+
+/* The VMA at at, in r, for the record checks: 1, 0 (none at or above), or -errno. */
+static LG_HOT int rec_vma_at(const struct lg_rec *r, uintptr_t at, uintptr_t end, struct lg_vma *v)
+{
+	return lg_vma_weak() ? weak_vma(r, at, end, v) : lg_vma_at(at, v);
 }
 
 /* A piece of a call's plan: an interval with what to do to it. */
@@ -250,12 +333,13 @@ static LG_HOT void carve(uintptr_t start, uintptr_t end)
 __thread const struct lg_vma *lg_fresh_vma __attribute__((tls_model("initial-exec")));
 
 /*
- * The VMA covering at: 0, -ENOMEM if at is in a hole, or another -errno.
+ * The VMA covering at: 0, -ENOMEM if at is in a hole, or another -errno;
+ * [at, end) is what the caller will act on (vma_copy.c checks that much).
  * In a mapping a wrapper has just made (lg_fresh_vma), the mapping as
  * made: its ends are where the library's mapping ends, which is what a
  * record's edges say, whatever the kernel merged it with.
  */
-static LG_HOT int vma_covering(uintptr_t at, struct lg_vma *v)
+static LG_HOT int vma_covering(uintptr_t at, uintptr_t end, struct lg_vma *v)
 {
 	const struct lg_vma *fresh = lg_fresh_vma;
 	int ret;
@@ -264,11 +348,31 @@ static LG_HOT int vma_covering(uintptr_t at, struct lg_vma *v)
 		*v = *fresh;
 		return 0;
 	}
+	if (lg_vma_weak())
+		return lg_vma_copy_at(at, end, v);
 	ret = lg_vma_at(at, v);
 
 	if (ret < 0)
 		return ret;
 	return ret == 0 || v->start > at ? -ENOMEM : 0;
+}
+
+/*
+ * Did the piece [start, end) in v, taken from a copy read before this
+ * call (vma_copy.c), end its VMA at beyond (end, or start - 1 page)? Where
+ * the copy says it went on and the page beyond agrees (mapped, and
+ * readable as v is), no: a strict end, which weak_vma() looks past. Else
+ * yes. The copy can be out of date about where a mapping of the same
+ * protection ends; then a guard is forgotten where the memory beyond it
+ * becomes inaccessible, never kept where it is the caller's. (Read, not
+ * written: faulting a page of the caller's in for reading maps the zero
+ * page, where a write would allocate one.)
+ */
+static bool copied_edge(const struct lg_vma *v, uintptr_t beyond)
+{
+	if (beyond < v->start || beyond >= v->end || lg_range_mapped((void *)beyond, lg_page_size()))
+		return true;
+	return lg_page_readable(beyond) != !!(v->prot & PROT_READ);
 }
 
 /* A record of [start, end) in v as it is now, protection prot. */
@@ -279,14 +383,15 @@ static LG_HOT struct lg_rec rec_of(const struct lg_vma *v, uintptr_t start, uint
 	 * reach past the piece on either side.
 	 */
 	bool none = prot == PROT_NONE;
+	bool copied = v->copied;
 
 	return (struct lg_rec){
 		.start = start,
 		.end = end,
 		.prot = prot,
 		.shared = v->shared,
-		.edge_lo = none || start == v->start,
-		.edge_hi = none || end == v->end,
+		.edge_lo = none || (copied ? copied_edge(v, start - lg_page_size()) : start == v->start),
+		.edge_hi = none || (copied ? copied_edge(v, end) : end == v->end),
 		.inode = v->inode,
 		.off = v->inode ? v->pgoff + (start - v->start) : 0,
 		.dev_major = v->dev_major,
@@ -313,7 +418,7 @@ static __attribute__((noinline)) int discard_each(const struct piece *todo, size
 
 		if (lg_madvise((void *)r->start, r->end - r->start, MADV_DONTNEED) != -EINVAL)
 			continue;
-		ret = vma_covering(r->start, &v);
+		ret = vma_covering(r->start, r->end, &v);
 		kind = ret ? ret : lg_vma_kind_at(r->start, &v);
 		if (kind < 0)
 			return kind;
@@ -347,7 +452,7 @@ static int plan_install(uintptr_t start, uintptr_t end, struct plan *todo, struc
 	while (at < end) {
 		struct lg_vma v;
 		uintptr_t stop;
-		int ret = vma_covering(at, &v);
+		int ret = vma_covering(at, end, &v);
 
 		if (ret)
 			return ret;
@@ -356,6 +461,7 @@ static int plan_install(uintptr_t start, uintptr_t end, struct plan *todo, struc
 			struct lg_rec *r = lg_rec_first_above(at);
 			uintptr_t to = r && r->start < stop ? max_u(r->start, at) : stop;
 			struct lg_rec piece;
+			bool holds;
 
 			if (to > at) {
 				piece = rec_of(&v, at, to, v.prot);
@@ -367,7 +473,20 @@ static int plan_install(uintptr_t start, uintptr_t end, struct plan *todo, struc
 			}
 			/* at is inside r */
 			to = min_u(r->end, stop);
-			if (!same_vma(r, &v)) {
+			if (lg_vma_weak()) {
+				struct lg_vma w;
+
+				ret = weak_vma(r, at, to, &w);
+				if (ret < 0)
+					return ret;
+				if (ret == 0 || w.start > at)
+					return -ENOMEM;	/* unmapped since the check above */
+				to = min_u(w.end, to);
+				holds = same_vma(r, &w);
+			} else {
+				holds = same_vma(r, &v);
+			}
+			if (!holds) {
 				piece = (struct lg_rec){ .start = at, .end = to };
 				ret = plan_add(stale, &piece);
 				if (ret)
@@ -462,7 +581,7 @@ static int plan_recorded(uintptr_t start, uintptr_t end, bool check_holes, struc
 			at = r->start;
 			continue;
 		}
-		ret = lg_vma_at(at, &v);
+		ret = rec_vma_at(r, at, end, &v);
 		if (ret < 0)
 			break;
 		if (ret == 0 || v.start > at) {
@@ -562,7 +681,7 @@ static LG_HOT int install_simple(uintptr_t start, uintptr_t end)
 
 	if (r && r->start < end)
 		return NOT_SIMPLE;
-	ret = vma_covering(start, &v);
+	ret = vma_covering(start, end, &v);
 	if (ret)
 		return ret;
 	if (v.end < end)
@@ -591,7 +710,7 @@ static LG_HOT int remove_simple(uintptr_t start, uintptr_t end)
 
 	if (!r || r->start > start || r->end < end)
 		return NOT_SIMPLE;
-	ret = lg_vma_at(start, &v);
+	ret = rec_vma_at(r, start, end, &v);
 	if (ret < 0)
 		return ret;
 	if (ret == 0 || v.start > start)
@@ -616,7 +735,14 @@ LG_HOT int lg_fallback_install(uintptr_t start, uintptr_t end)
 	int ret;
 
 	lg_lock();
-	ret = install_simple(start, end);
+	/* a hole anywhere stops the call before the discard, whatever the copy (vma_copy.c) says */
+	ret = 0;
+	if (lg_vma_weak()) {
+		lg_vma_copy_call();
+		ret = lg_range_mapped((void *)start, end - start);
+	}
+	if (!ret)
+		ret = install_simple(start, end);
 	lg_unlock();
 	return ret == NOT_SIMPLE ? install_planned(start, end) : ret;
 }

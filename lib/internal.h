@@ -272,6 +272,7 @@ struct lg_vma {
 	uintptr_t start, end;
 	int prot;
 	bool shared;
+	bool copied;		/* from vma_copy.c: protection checked, ends and object maybe not */
 	uint64_t pgoff;		/* file offset of start, in bytes */
 	uint64_t inode;		/* 0: not a file mapping */
 	unsigned int dev_major, dev_minor;
@@ -285,6 +286,33 @@ int lg_vma_open(void);
 int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma);
 /* The same on the kept /proc/self/maps, one ioctl; with lg_lock() held. */
 int lg_vma_at(uintptr_t addr, struct lg_vma *vma);
+/*
+ * Kernels without PROCMAP_QUERY (before 6.11), unless LIBGUARD_STRICT_RECORDS
+ * asks otherwise: the fallback checks its records with what the kernel
+ * answers in O(1) (mapped, and readable: lg_page_readable()), and learns the
+ * VMAs of the memory it protects from a copy of /proc/self/maps
+ * (vma_copy.c), as libguard(7) says; reading the file at every call would
+ * cost O(VMAs) a call, and each fallback guard is a VMA or two. With
+ * lg_lock() held.
+ */
+bool lg_vma_weak(void);
+/* Can the page at addr be read (MADV_POPULATE_READ)? 1, 0, or -errno (no telling). */
+int lg_page_readable(uintptr_t addr);
+/*
+ * vma_copy.c: the VMA covering at from the copy, its protection checked
+ * against the pages of [at, min(its end, end)) that no record holds, and
+ * the copy read anew where they differ: 0, -ENOMEM for a hole, or
+ * -errno. With lg_lock() held.
+ */
+int lg_vma_copy_at(uintptr_t at, uintptr_t end, struct lg_vma *vma);
+/*
+ * A fallback install starts (with lg_lock() held): entries for shared
+ * mappings are taken only from a copy read since, or since the batch
+ * this thread is in began (lg_copy_batch, a lg_vma_copy_batch_id()).
+ */
+void lg_vma_copy_call(void);
+unsigned long lg_vma_copy_batch_id(void);
+extern __thread unsigned long lg_copy_batch LG_INTERNAL __attribute__((tls_model("initial-exec")));
 /* Union of LG_VM_* over the VMAs meeting [start, end): reads smaps, slow. */
 int lg_vma_kind(uintptr_t start, uintptr_t end);
 /*

@@ -193,8 +193,11 @@ static int identify(struct lg_reg *r)
 	int ret;
 
 	lg_lock();
-	ret = lg_vma_at(r->user, &v);
+	/* no backing to check without PROCMAP_QUERY (lg_vma_weak()): nothing to learn */
+	ret = lg_vma_weak() ? -EAGAIN : lg_vma_at(r->user, &v);
 	lg_unlock();
+	if (ret == -EAGAIN)
+		return 0;
 	if (ret < 0)
 		return ret;
 	if (ret == 0 || v.start > r->user)
@@ -214,6 +217,15 @@ static int still_ours(const struct lg_reg *r)
 	int ret = 1;
 
 	lg_lock();
+	/*
+	 * Without PROCMAP_QUERY (lg_vma_weak()): mapped throughout, whatever
+	 * is mapped there (libguard(7)); the guards are checked below.
+	 */
+	if (lg_vma_weak()) {
+		ret = lg_range_mapped((void *)r->start, r->end - r->start);
+		ret = ret == -ENOMEM ? 0 : ret ? ret : 1;
+		at = r->end;
+	}
 	while (ret == 1 && at < r->end) {
 		struct lg_vma v;
 

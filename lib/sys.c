@@ -16,6 +16,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_READ 22
+#define MADV_POPULATE_WRITE 23
+#endif
+
 /*
  * For headers older than these calls. System calls from 424 on have one
  * number on every architecture (x86-64 and arm64 alike), but for the
@@ -83,6 +88,23 @@ int lg_vma_open(void)
 }
 
 static atomic_bool no_procmap_query LG_HOT_DATA;
+static atomic_bool procmap_env_read;
+
+/*
+ * Is PROCMAP_QUERY known to be missing? LIBGUARD_NO_PROCMAP_QUERY (tests,
+ * benchmarks) makes a kernel that has it look like one before 6.11.
+ */
+static LG_HOT bool procmap_off(void)
+{
+	if (__builtin_expect(!atomic_load_explicit(&procmap_env_read, memory_order_acquire), 0)) {
+		const char *no = getenv("LIBGUARD_NO_PROCMAP_QUERY");
+
+		if (no && *no && strcmp(no, "0"))
+			atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
+		atomic_store_explicit(&procmap_env_read, true, memory_order_release);
+	}
+	return atomic_load_explicit(&no_procmap_query, memory_order_relaxed);
+}
 
 /* Kernels before 6.11: the same answer from the text of the maps file. */
 static int vma_find_text(uintptr_t addr, struct lg_vma *vma)
@@ -147,7 +169,7 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
 {
 	int ret;
 
-	if (atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
+	if (procmap_off())
 		return vma_find_text(addr, vma);
 	ret = procmap_query(fd, addr, vma);
 	if (!lg_procmap_absent(ret))
@@ -165,12 +187,14 @@ int lg_vma_find(int fd, uintptr_t addr, struct lg_vma *vma)
 LG_HOT int lg_vma_at(uintptr_t addr, struct lg_vma *vma)
 {
 	for (int tries = 0;; tries++) {
-		int fd = lg_proc_fd_locked(LG_PROC_MAPS), ret;
+		int fd, ret;
 
+		/* before the kept descriptor: the text is read from a file of its own */
+		if (procmap_off())
+			return vma_find_text(addr, vma);
+		fd = lg_proc_fd_locked(LG_PROC_MAPS);
 		if (fd < 0)
 			return fd;
-		if (atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
-			return vma_find_text(addr, vma);
 		ret = procmap_query(fd, addr, vma);
 		if (ret >= 0)
 			return ret;
@@ -182,6 +206,54 @@ LG_HOT int lg_vma_at(uintptr_t addr, struct lg_vma *vma)
 		}
 		return ret;
 	}
+}
+
+int lg_page_readable(uintptr_t addr)
+{
+	size_t page = lg_page_size();
+	int ret = lg_madvise((void *)(addr & ~(page - 1)), page, MADV_POPULATE_READ);
+
+	/*
+	 * Faulting it in for reading: EINVAL where the VMA forbids it
+	 * (PROT_NONE), EFAULT where a fault would (a native guard). A page
+	 * that is readable is populated, as a read would.
+	 */
+	if (!ret)
+		return 1;
+	return ret == -EINVAL || ret == -EFAULT ? 0 : ret;
+}
+
+/* 0: not decided yet; 1: the weak check; 2: the exact one */
+static atomic_int record_check LG_HOT_DATA;
+
+static bool decide_record_check(void)
+{
+	const char *strict = getenv("LIBGUARD_STRICT_RECORDS");
+	struct lg_vma v;
+	bool weak;
+
+	/* a first lookup finds out whether the kernel has PROCMAP_QUERY */
+	if (!procmap_off())
+		(void)lg_vma_at((uintptr_t)&record_check, &v);
+	/*
+	 * The weak check faults pages in (MADV_POPULATE_READ and _WRITE,
+	 * Linux 5.14): only where that works, as on this stack's page.
+	 */
+	weak = procmap_off() && !(strict && *strict && strcmp(strict, "0")) &&
+	       lg_page_readable((uintptr_t)&v) == 1 &&
+	       /* a layer that answers madvise() without acting (libguard(7)) fails here */
+	       lg_madvise(NULL, lg_page_size(), MADV_POPULATE_READ) == -ENOMEM &&
+	       lg_madvise((void *)((uintptr_t)&v & ~(lg_page_size() - 1)), lg_page_size(),
+			  MADV_POPULATE_WRITE) == 0;
+	atomic_store_explicit(&record_check, weak ? 1 : 2, memory_order_relaxed);
+	return weak;
+}
+
+LG_HOT bool lg_vma_weak(void)
+{
+	int c = atomic_load_explicit(&record_check, memory_order_relaxed);
+
+	return __builtin_expect(c != 0, 1) ? c == 1 : decide_record_check();
 }
 
 /*
@@ -196,10 +268,12 @@ int lg_vma_kind_at(uintptr_t addr, const struct lg_vma *vma)
 {
 	char name[64];
 	struct lg_vma v;
-	int fd = lg_proc_fd_locked(LG_PROC_MAPS), ret;
+	int fd, ret;
 
-	if (fd < 0 || vma->inode || vma->shared ||
-	    atomic_load_explicit(&no_procmap_query, memory_order_relaxed))
+	if (vma->inode || vma->shared || procmap_off())
+		return lg_vma_kind(vma->start, vma->end);
+	fd = lg_proc_fd_locked(LG_PROC_MAPS);
+	if (fd < 0)
 		return lg_vma_kind(vma->start, vma->end);
 	ret = procmap_query_named(fd, addr, &v, name, sizeof(name));
 	if (ret <= 0 || v.start != vma->start || v.end != vma->end)

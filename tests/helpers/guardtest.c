@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -208,6 +209,33 @@ bool forced_fallback(void)
 	const char *f = getenv("LIBGUARD_FORCE_FALLBACK");
 
 	return f && *f && strcmp(f, "0");
+}
+
+static bool env_on(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0");
+}
+
+bool procmap_query_works(void)
+{
+	uint64_t q[13] = { sizeof(q), 0, (uintptr_t)&q };	/* size, flags, addr */
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), ret;
+
+	assert_true(fd >= 0);
+	ret = ioctl(fd, _IOWR('f', 17, char[104]), q) ? errno : 0;
+	close(fd);
+	return ret == 0 || ret == ENOENT;
+}
+
+bool records_weak(void)
+{
+	/* MADV_POPULATE_READ (Linux 5.14) on an unmapped page: ENOMEM where it works */
+	bool populate = madvise(NULL, (size_t)sysconf(_SC_PAGESIZE), 22) && errno == ENOMEM;
+
+	return !env_on("LIBGUARD_STRICT_RECORDS") && populate &&
+	       (env_on("LIBGUARD_NO_PROCMAP_QUERY") || !procmap_query_works());
 }
 
 unsigned int kind_cap(enum tkind kind)

@@ -43,6 +43,18 @@ void tmap_free(struct tmap *m);
 /* GUARD_CAP_* bits the environment says the kernel has. */
 unsigned int want_caps(const char **why);
 bool forced_fallback(void);
+/*
+ * Does this kernel answer PROCMAP_QUERY (Linux 6.11) on a maps file? The
+ * errors the library takes for "none" (ENOTTY before 6.11, EINVAL, ENOSYS,
+ * a filter's EPERM/EACCES) are a no here too.
+ */
+bool procmap_query_works(void);
+/*
+ * Does the fallback check its records the weak way (libguard(7), "Kernels
+ * before 6.11"): no PROCMAP_QUERY (or LIBGUARD_NO_PROCMAP_QUERY), no
+ * LIBGUARD_STRICT_RECORDS, and MADV_POPULATE_READ there?
+ */
+bool records_weak(void);
 /* Does guard_install(flags 0) on this kind use native guards here? */
 bool want_native(enum tkind kind);
 unsigned int kind_cap(enum tkind kind);
