@@ -31,7 +31,7 @@ static void defaults(void **state)
 	struct gm_options o = parse_ok(NULL), e = parse_ok("");
 
 	(void)state;
-	assert_int_equal(o.sample, 5000);
+	assert_int_equal(o.sample, 20000);
 	assert_false(o.all);
 	assert_true(o.slots >= 65536);	/* the floor: slots are cheap */
 	assert_int_equal(o.slot_pages, 1);
