@@ -145,8 +145,8 @@ static bool vma_holds(struct vma_check *c, const struct lg_rec *r)
 /*
  * Kernels without PROCMAP_QUERY (lg_vma_weak()): what the VMA at at, in
  * r, looks like to the checks above, from what the kernel answers a page
- * at a time in O(1): where the memory is mapped (msync()) and whether it
- * can be read (lg_page_readable()). A first part of [at, min(r->end,
+ * at a time in O(1): whether it is mapped, and can be read
+ * (lg_page_readable(): MADV_POPULATE_READ, ENOMEM on a hole). A first part of [at, min(r->end,
  * end)) that is not readable becomes a PROT_NONE VMA of r's object
  * exactly that wide (r holds there); a readable one, a readable VMA (r is
  * stale there); a hole is answered as lg_vma_at() answers one. Where r
@@ -167,7 +167,7 @@ static bool beyond_suspect(uintptr_t page_at)
 
 	if (q && q->start <= page_at)
 		return false;	/* a record of ours: the run goes on */
-	return !lg_range_mapped((void *)page_at, lg_page_size()) && lg_page_readable(page_at) == 0;
+	return lg_page_readable(page_at) == 0;	/* a hole: -ENOMEM */
 }
 
 static int weak_vma(const struct lg_rec *r, uintptr_t at, uintptr_t end, struct lg_vma *v)
@@ -176,18 +176,18 @@ static int weak_vma(const struct lg_rec *r, uintptr_t at, uintptr_t end, struct 
 	uintptr_t lim = min_u(r->end, end), x = at + page;
 	int readable;
 
-	if (lg_range_mapped((void *)at, page)) {
-		while (x < lim && lg_range_mapped((void *)x, page))
+	readable = lg_page_readable(at);
+	if (readable == -ENOMEM) {
+		while (x < lim && lg_page_readable(x) == -ENOMEM)
 			x += page;
 		if (x >= lim)
 			return 0;
 		*v = (struct lg_vma){ .start = x, .end = x + page, .prot = PROT_READ };
 		return 1;	/* mapped again at x: the caller asks there next */
 	}
-	readable = lg_page_readable(at);
 	if (readable < 0)
 		return lg_vma_at(at, v);	/* the maps file says, at O(VMAs) */
-	while (x < lim && !lg_range_mapped((void *)x, page) && lg_page_readable(x) == readable)
+	while (x < lim && lg_page_readable(x) == readable)
 		x += page;
 	if (readable) {
 		*v = (struct lg_vma){ .start = at, .end = x, .prot = PROT_READ };
@@ -370,9 +370,12 @@ static LG_HOT int vma_covering(uintptr_t at, uintptr_t end, struct lg_vma *v)
  */
 static bool copied_edge(const struct lg_vma *v, uintptr_t beyond)
 {
-	if (beyond < v->start || beyond >= v->end || lg_range_mapped((void *)beyond, lg_page_size()))
+	int readable;
+
+	if (beyond < v->start || beyond >= v->end)
 		return true;
-	return lg_page_readable(beyond) != !!(v->prot & PROT_READ);
+	readable = lg_page_readable(beyond);	/* a hole: -ENOMEM */
+	return readable < 0 || readable != !!(v->prot & PROT_READ);
 }
 
 /* A record of [start, end) in v as it is now, protection prot. */
@@ -735,14 +738,9 @@ LG_HOT int lg_fallback_install(uintptr_t start, uintptr_t end)
 	int ret;
 
 	lg_lock();
-	/* a hole anywhere stops the call before the discard, whatever the copy (vma_copy.c) says */
-	ret = 0;
-	if (lg_vma_weak()) {
+	if (lg_vma_weak())
 		lg_vma_copy_call();
-		ret = lg_range_mapped((void *)start, end - start);
-	}
-	if (!ret)
-		ret = install_simple(start, end);
+	ret = install_simple(start, end);
 	lg_unlock();
 	return ret == NOT_SIMPLE ? install_planned(start, end) : ret;
 }

@@ -12,7 +12,7 @@
  * the library's own installs and removals never make it wrong. The
  * program's changes can: before an entry is used, the pages it will be
  * used for (those no record holds) are asked, in O(1) system calls per
- * range: mapped (msync()), writable where it says so (MADV_POPULATE_WRITE
+ * range: mapped and writable where it says so (MADV_POPULATE_WRITE
  * over them all, each page written to by nobody and then discarded by
  * the install anyway), not writable and readable or not, a page at a
  * time, where it says not. So the protection recorded is the one the
@@ -169,8 +169,7 @@ static bool pages_agree(const struct lg_vma *v, uintptr_t a, uintptr_t b)
 {
 	size_t page = lg_page_size();
 
-	if (lg_range_mapped((void *)a, b - a))
-		return false;
+	/* each fails on a hole (ENOMEM): the mapping is checked with them */
 	if (v->prot & PROT_WRITE)
 		return lg_madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0;
 	for (uintptr_t p = a; p < b; p += page)
