@@ -20,9 +20,9 @@
  * Cost per call: one PROCMAP_QUERY per VMA of the range on the kept
  * /proc/self/maps (proc.c), O(log n) in the records, the mprotect() (and
  * for install the MADV_DONTNEED). All under lg_lock() (lock.c). Kernels
- * without PROCMAP_QUERY: two system calls per recorded page in place of
- * the query (weak_vma()), and the installs' VMAs from a copy of the maps
- * file (vma_copy.c), read again when the program has changed its memory.
+ * without PROCMAP_QUERY: a system call per recorded page in place of the
+ * query (weak_vma()), and the installs' VMAs from a copy of the maps file
+ * (vma_copy.c), checked on the pages they guard.
  */
 #include "internal.h"
 
@@ -143,21 +143,6 @@ static bool vma_holds(struct vma_check *c, const struct lg_rec *r)
 }
 
 /*
- * Kernels without PROCMAP_QUERY (lg_vma_weak()): what the VMA at at, in
- * r, looks like to the checks above, from what the kernel answers a page
- * at a time in O(1): whether it is mapped, and can be read
- * (lg_page_readable(): MADV_POPULATE_READ, ENOMEM on a hole). A first part of [at, min(r->end,
- * end)) that is not readable becomes a PROT_NONE VMA of r's object
- * exactly that wide (r holds there); a readable one, a readable VMA (r is
- * stale there); a hole is answered as lg_vma_at() answers one. Where r
- * ended its piece strictly inside its VMA and the page beyond is mapped,
- * not readable and not ours, the VMA may have grown past r (the caller
- * made the memory around a guard PROT_NONE: the guard is the caller's
- * now): the maps file says, at O(VMAs). Which mapping is there is not
- * seen: an inaccessible mapping put in the place of a guard and no
- * wider is taken for the guard, as libguard(7) says.
- */
-/*
  * Is the page at page_at, beyond a record's strict end, memory that may
  * have merged with it (mapped, not readable, not a record of ours)?
  */
@@ -170,6 +155,21 @@ static bool beyond_suspect(uintptr_t page_at)
 	return lg_page_readable(page_at) == 0;	/* a hole: -ENOMEM */
 }
 
+/*
+ * Kernels without PROCMAP_QUERY (lg_vma_weak()): what the VMA at at, in
+ * r, looks like to the checks above, from what the kernel answers a page
+ * at a time in O(1): whether it is mapped and can be read
+ * (lg_page_readable(): MADV_POPULATE_READ, ENOMEM on a hole). A first
+ * part of [at, min(r->end, end)) that is not readable becomes a PROT_NONE
+ * VMA of r's object exactly that wide (r holds there); a readable one, a
+ * readable VMA (r is stale there); a hole is answered as lg_vma_at()
+ * answers one. Where r ended its piece strictly inside its VMA and the
+ * page beyond is mapped, not readable and not ours, the VMA may have
+ * grown past r (the caller made the memory around a guard PROT_NONE: the
+ * guard is the caller's now): the maps file says, at O(VMAs). Which
+ * mapping is there is not seen: an inaccessible mapping put in the place
+ * of a guard and no wider is taken for the guard, as libguard(7) says.
+ */
 static int weak_vma(const struct lg_rec *r, uintptr_t at, uintptr_t end, struct lg_vma *v)
 {
 	size_t page = lg_page_size();
@@ -516,6 +516,8 @@ static __attribute__((noinline)) int install_planned(uintptr_t start, uintptr_t 
 	plan_init(&todo);
 	plan_init(&stale);
 	lg_lock();
+	if (lg_vma_weak())
+		lg_vma_copy_call();	/* the lock was let go since install_simple() */
 	ret = plan_install(start, end, &todo, &stale, &splits);
 	if (!ret)
 		ret = lg_rec_reserve(todo.n + splits);
