@@ -74,20 +74,29 @@ static LG_HOT bool lo_holds(const struct lg_rec *p, const struct lg_vma *v)
 {
 	const struct lg_rec *q;
 
-	for (; v->start < p->start; p = q) {
+	/*
+	 * A record that began its VMA may have merged with any PROT_NONE
+	 * memory below: what lies there, a record too or not (a stale one,
+	 * of memory unmapped without us), does not change its answer.
+	 */
+	for (; v->start < p->start && !p->edge_lo; p = q) {
 		q = lg_rec_prev(p);
 		if (!q || q->end != p->start || !same_object(q, v))
-			return p->edge_lo;
+			return false;
 	}
 	return true;
 }
 
-/* The last record of r's run up v's end (adjacent, the same object): where hi_holds() stops. */
+/*
+ * The last record of r's run up v's end (adjacent, the same object, up to
+ * one that ended its VMA, past which anything may have merged): where
+ * hi_holds() stops.
+ */
 static LG_HOT const struct lg_rec *hi_run_end(const struct lg_rec *p, const struct lg_vma *v)
 {
 	const struct lg_rec *q;
 
-	for (; v->end > p->end; p = q) {
+	for (; v->end > p->end && !p->edge_hi; p = q) {
 		q = lg_rec_next(p);
 		if (!q || q->start != p->end || !same_object(q, v))
 			break;
@@ -127,8 +136,8 @@ static bool vma_holds(struct vma_check *c, const struct lg_rec *r)
 	bool lo;
 
 	if (c->prev && c->prev == q)
-		lo = v->start >= r->start ||
-		     (q->end == r->start && same_object(q, v) ? c->prev_lo : r->edge_lo);
+		lo = v->start >= r->start || r->edge_lo ||
+		     (q->end == r->start && same_object(q, v) && c->prev_lo);
 	else
 		lo = lo_holds(r, v);
 	c->prev = r;
@@ -785,6 +794,29 @@ int lg_fallback_unmap(uintptr_t start, uintptr_t end)
 		lg_unlock();
 	}
 	return lg_munmap((void *)start, end - start);
+}
+
+/*
+ * The library has just mapped [start, end): no guard of its own can be
+ * there, and a record there is of memory the program unmapped without
+ * us, whose addresses the kernel gave out again. Forgotten before the
+ * wrapper guards the new mapping: kept, it could be taken for the new
+ * guard (a PROT_NONE reservation looks like an old anonymous guard) and
+ * its protection and ends restored for it (stress-threads --stale found
+ * a guard_map_file() guard lost so). No node for it: the record stays
+ * stale, as before.
+ */
+void lg_fallback_fresh(uintptr_t start, uintptr_t end)
+{
+	struct lg_rec *r;
+
+	if (!lg_fallback_any())
+		return;
+	lg_lock();
+	r = lg_rec_first_above(start);
+	if (r && r->start < end && !lg_rec_reserve(1))
+		carve(start, end);
+	lg_unlock();
 }
 
 /*

@@ -542,6 +542,9 @@ int lg_fallback_query(uintptr_t start, uintptr_t end, unsigned char *vec);
  */
 int lg_fallback_unmap(uintptr_t start, uintptr_t end);
 
+/* The library has just mapped [start, end): records there are stale, forgotten. */
+void lg_fallback_fresh(uintptr_t start, uintptr_t end);
+
 /* query.c: is every page of [start, end) (mapped) a guard that holds? 1, 0, or -errno. */
 int lg_all_guarded(uintptr_t start, uintptr_t end);
 

@@ -70,6 +70,7 @@ LG_EXPORT void *guard_map_anon(size_t len, int prot, int flags, size_t guard_bef
 	reg = (struct lg_reg){ .user = (uintptr_t)data, .user_end = (uintptr_t)data + rlen,
 			       .start = (uintptr_t)base, .end = (uintptr_t)base + total,
 			       .kind = LG_REG_MAP };
+	lg_fallback_fresh(reg.start, reg.end);
 	/* private: the fallback needs no lookup (shared memory is shmem, whose inode the kernel names) */
 	fresh = (struct lg_vma){ .start = reg.start, .end = reg.end, .prot = prot };
 	if ((flags & MAP_TYPE) == MAP_PRIVATE)

