@@ -61,7 +61,7 @@ import subprocess
 import sys
 import tempfile
 
-RUNS = ["host", "vm-patched", "vm-stock"]
+RUNS = ["host", "host-noprocmap", "vm-patched", "vm-stock", "vm-stock-6.1"]
 MODES = ["native", "native-batched", "mprotect", "mprotect-checked", "libguard-native",
          "libguard-look", "libguard-fallback", "glibc-default", "no-audit", "null-audit",
          "null-audit-libc", "libguard-audit", "newest-first", "oldest-first", "random",
