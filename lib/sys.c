@@ -92,12 +92,13 @@ static atomic_bool procmap_env_read;
 
 /*
  * Is PROCMAP_QUERY known to be missing? LIBGUARD_NO_PROCMAP_QUERY (tests,
- * benchmarks) makes a kernel that has it look like one before 6.11.
+ * benchmarks) makes a kernel that has it look like one before 6.11; it
+ * weakens the record check, so a set-user-ID program does not take it.
  */
 static LG_HOT bool procmap_off(void)
 {
 	if (__builtin_expect(!atomic_load_explicit(&procmap_env_read, memory_order_acquire), 0)) {
-		const char *no = getenv("LIBGUARD_NO_PROCMAP_QUERY");
+		const char *no = secure_getenv("LIBGUARD_NO_PROCMAP_QUERY");
 
 		if (no && *no && strcmp(no, "0"))
 			atomic_store_explicit(&no_procmap_query, true, memory_order_relaxed);
