@@ -109,6 +109,7 @@ void lg_maps_line_vma(const struct lg_maps_line *l, struct lg_vma *vma)
 	vma->end = l->end;
 	vma->prot = l->prot;
 	vma->shared = l->shared;
+	vma->copied = false;
 	vma->pgoff = l->offset;
 	vma->inode = l->inode;
 	vma->dev_major = l->dev_major;
@@ -138,6 +139,7 @@ LG_HOT void lg_procmap_vma(const struct lg_procmap_query *q, struct lg_vma *vma)
 		    (q->vma_flags & LG_PROCMAP_WRITABLE ? PROT_WRITE : 0) |
 		    (q->vma_flags & LG_PROCMAP_EXECUTABLE ? PROT_EXEC : 0);
 	vma->shared = q->vma_flags & LG_PROCMAP_SHARED;
+	vma->copied = false;
 	vma->pgoff = q->vma_offset;
 	vma->inode = q->inode;
 	vma->dev_major = q->dev_major;
