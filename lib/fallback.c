@@ -357,9 +357,12 @@ static LG_HOT int vma_covering(uintptr_t at, uintptr_t end, struct lg_vma *v)
 		*v = *fresh;
 		return 0;
 	}
-	if (lg_vma_weak())
-		return lg_vma_copy_at(at, end, v);
-	ret = lg_vma_at(at, v);
+	if (lg_vma_weak()) {
+		ret = lg_vma_copy_at(at, end, v);
+		if (ret != -ENOSPC)
+			return ret;
+	}
+	ret = lg_vma_at(at, v);	/* no copy: the maps file read to at, this once */
 
 	if (ret < 0)
 		return ret;

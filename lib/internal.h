@@ -301,8 +301,9 @@ int lg_page_readable(uintptr_t addr);
 /*
  * vma_copy.c: the VMA covering at from the copy, its protection checked
  * against the pages of [at, min(its end, end)) that no record holds, and
- * the copy read anew where they differ: 0, -ENOMEM for a hole, or
- * -errno. With lg_lock() held.
+ * the copy read anew where they differ: 0, -ENOMEM for a hole, -ENOSPC
+ * where the process has more mappings than the copy holds (or it could
+ * not be read), or -errno. With lg_lock() held.
  */
 int lg_vma_copy_at(uintptr_t at, uintptr_t end, struct lg_vma *vma);
 /*

@@ -194,10 +194,12 @@ static int identify(struct lg_reg *r)
 
 	lg_lock();
 	/* no backing to check without PROCMAP_QUERY (lg_vma_weak()): nothing to learn */
-	ret = lg_vma_weak() ? -EAGAIN : lg_vma_at(r->user, &v);
-	lg_unlock();
-	if (ret == -EAGAIN)
+	if (lg_vma_weak()) {
+		lg_unlock();
 		return 0;
+	}
+	ret = lg_vma_at(r->user, &v);
+	lg_unlock();
 	if (ret < 0)
 		return ret;
 	if (ret == 0 || v.start > r->user)

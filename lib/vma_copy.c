@@ -200,16 +200,6 @@ static bool agrees(const struct lg_vma *v, uintptr_t from, uintptr_t to)
 	return true;
 }
 
-/* No copy to be had (more mappings than it holds): the file read to at, this once. */
-static int exact(uintptr_t at, struct lg_vma *vma)
-{
-	int ret = lg_vma_at(at, vma);
-
-	if (ret < 0)
-		return ret;
-	return ret == 0 || vma->start > at ? -ENOMEM : 0;
-}
-
 int lg_vma_copy_at(uintptr_t at, uintptr_t end, struct lg_vma *vma)
 {
 	for (;;) {
@@ -217,7 +207,7 @@ int lg_vma_copy_at(uintptr_t at, uintptr_t end, struct lg_vma *vma)
 		const struct lg_vma *v;
 
 		if (fresh && reread())
-			return exact(at, vma);
+			return -ENOSPC;	/* no copy to be had: the caller looks the VMA up */
 		v = find(at);
 		/* read during this call: the kernel's word, whatever the pages say meanwhile */
 		if (fresh || (v && agrees(v, at, v->end < end ? v->end : end))) {
