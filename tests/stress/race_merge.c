@@ -266,6 +266,14 @@ static void collapser(void)
 		die("collapser: mmap of the %s: %s", rtype_name[cur], strerror(errno));
 	if (madvise(map, len, MADV_HUGEPAGE))
 		die("collapser: MADV_HUGEPAGE: %s", strerror(errno));
+	/*
+	 * A read in each PMD builds the upper page tables. Without them
+	 * 6.12's MADV_COLLAPSE collapses the page cache and then fails
+	 * with EINVAL (SCAN_PMD_NULL: no PMD table to install into), and
+	 * whether this fresh child has them depends on where ASLR put map.
+	 */
+	for (size_t off = 0; off < len; off += PMD_SIZE)
+		(void)*(volatile char *)(map + off);
 	rng_seed(&r, seed ^ 0xc011a95e ^ (uint64_t)cur);
 	memset(buf, 0x5a, 64 << 10);
 	while (!atomic_load(&sh->stop)) {
